@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::planner {
+
+/// One device of a cluster as the planner sees it.
+struct device_spec {
+  std::string name;
+  /// Catalog type ("jetson-nano", "jetson-tx2", "xavier-nx", "local", ...).
+  std::string type;
+  /// Compute speed relative to the profile's device: time = profiled / speed.
+  double speed = 1.0;
+  /// Memory budget for training on this device.
+  int64_t memory_bytes = 0;
+  /// "host:port" of the node process, empty for a planning-only cluster.
+  std::string endpoint;
+};
+
+/// Devices plus the links between them.
+///
+/// `bandwidth_Bps[i][j]` is bytes per second from device i to j and
+/// `latency_s[i][j]` the one-way latency; both are square with the size of
+/// `devices`. The diagonal is unused.
+struct cluster {
+  std::string name;
+  std::vector<device_spec> devices;
+  std::vector<std::vector<double>> bandwidth_Bps;
+  std::vector<std::vector<double>> latency_s;
+
+  int size() const { return static_cast<int>(devices.size()); }
+  double bandwidth(int from, int to) const { return bandwidth_Bps[from][to]; }
+  double latency(int from, int to) const { return latency_s[from][to]; }
+
+  /// Builds the full matrices from one uniform link rate (bits per second).
+  static cluster uniform(std::string name, std::vector<device_spec> devices,
+                         double link_bps, double latency_s = 0.0);
+};
+
+} // namespace asteroid::planner

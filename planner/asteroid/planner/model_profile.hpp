@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::planner {
+
+/// Measured cost of one layer of a chain model on the profiling device.
+///
+/// Times are sampled at a few micro-batch sizes; `forward_time(b)` and
+/// `backward_time(b)` interpolate linearly between samples and extrapolate
+/// from the last two points, so the planner can ask for any share size.
+struct layer_profile {
+  std::string name;
+  /// Ascending micro-batch sizes at which the times were measured.
+  std::vector<int64_t> batch_sizes;
+  /// Seconds per forward pass at each of `batch_sizes`.
+  std::vector<double> forward_s;
+  /// Seconds per backward pass at each of `batch_sizes`.
+  std::vector<double> backward_s;
+  /// Bytes of this layer's output activation for one sample.
+  int64_t output_bytes_per_sample = 0;
+  /// Bytes of trainable parameters (and buffers).
+  int64_t param_bytes = 0;
+  /// Bytes of optimizer state for the parameters (e.g. 1x for momentum SGD).
+  int64_t optimizer_state_bytes = 0;
+  /// Peak temporary memory per sample while computing the layer.
+  int64_t working_bytes_per_sample = 0;
+
+  double forward_time(double batch) const;
+  double backward_time(double batch) const;
+};
+
+/// A chain model's profile: what the planner knows about the model.
+struct model_profile {
+  std::string model;
+  /// The device type the times were measured on (speed factor 1.0).
+  std::string device;
+  /// Bytes of one input sample (what the first stage receives).
+  int64_t input_bytes_per_sample = 0;
+  std::vector<layer_profile> layers;
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+};
+
+} // namespace asteroid::planner

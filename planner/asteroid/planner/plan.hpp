@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::planner {
+
+/// One pipeline stage: a contiguous layer range run data-parallel on a group.
+struct stage_plan {
+  /// First layer of the stage (inclusive).
+  int first_layer = 0;
+  /// One past the last layer of the stage.
+  int end_layer = 0;
+  /// Device indices (into the cluster) of the stage's group.
+  std::vector<int> devices;
+  /// Samples of each micro-batch computed by `devices[i]`; sums to the
+  /// micro-batch size.
+  std::vector<int64_t> shares;
+};
+
+/// A complete hybrid-pipeline plan, as produced by any planner.
+struct plan {
+  /// Which planner made it ("asteroid", "dp", "pp", "pipedream", ...).
+  std::string planner;
+  int64_t batch_size = 0;
+  /// Micro-batches per mini-batch; `batch_size` is a multiple of it.
+  int micro_batches = 1;
+  std::vector<stage_plan> stages;
+
+  /// Predictions of the cost model (0 when unknown).
+  double predicted_round_s = 0.0;
+  double predicted_samples_per_s = 0.0;
+  /// Predicted peak memory, indexed by cluster device (0 for unused ones).
+  std::vector<int64_t> predicted_memory_bytes;
+
+  int64_t micro_batch_size() const { return batch_size / micro_batches; }
+  int num_stages() const { return static_cast<int>(stages.size()); }
+};
+
+} // namespace asteroid::planner

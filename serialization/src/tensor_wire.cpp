@@ -1,0 +1,1 @@
+// Placeholder: the owning component's implementation replaces this file.
