@@ -1,0 +1,17 @@
+#pragma once
+
+// Private: tensor records on an open wire_writer / wire_reader, so that larger
+// formats (checkpoints) embed tensors without an intermediate copy.
+
+#include "asteroid/serialization/tensor_wire.hpp"
+#include "wire_io.hpp"
+
+namespace asteroid::serialization::detail {
+
+void write_tensor_record(wire_writer& w, const torch::Tensor& t);
+torch::Tensor read_tensor_record(wire_reader& r);
+
+void write_named_record(wire_writer& w, const named_tensors& tensors);
+named_tensors read_named_record(wire_reader& r);
+
+} // namespace asteroid::serialization::detail
