@@ -27,6 +27,16 @@ struct layer_profile {
   int64_t optimizer_state_bytes = 0;
   /// Peak temporary memory per sample while computing the layer.
   int64_t working_bytes_per_sample = 0;
+  /// Bytes per sample kept alive from this layer's forward to its backward
+  /// (all intermediate tensors autograd saves). 0 means unknown: the cost
+  /// model then uses `output_bytes_per_sample`.
+  int64_t stashed_bytes_per_sample = 0;
+
+  /// `stashed_bytes_per_sample`, or `output_bytes_per_sample` when unknown.
+  int64_t stash_bytes_per_sample() const {
+    return stashed_bytes_per_sample > 0 ? stashed_bytes_per_sample
+                                        : output_bytes_per_sample;
+  }
 
   double forward_time(double batch) const;
   double backward_time(double batch) const;

@@ -1,0 +1,141 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/model_profile.hpp"
+#include "asteroid/planner/pipeline_steps.hpp"
+#include "asteroid/planner/plan.hpp"
+
+namespace asteroid::planner {
+
+/// Per-layer-range costs of a profile, precomputed for O(1) queries.
+///
+/// The planners ask for the cost of a layer range [first, end) at a share of
+/// y samples millions of times; prefix sums over layers for every share
+/// 0..max_share (and a range-max table for working memory) make each query a
+/// subtraction. Shares above `max_share` fall back to summing the layers.
+class cost_tables {
+public:
+  cost_tables(const model_profile& profile, int64_t max_share);
+
+  int num_layers() const { return num_layers_; }
+  int64_t max_share() const { return max_share_; }
+
+  /// Forward seconds of layers [first, end) for y samples on the profiling device.
+  double forward_s(int first, int end, int64_t y) const;
+  /// Backward seconds of layers [first, end) for y samples on the profiling device.
+  double backward_s(int first, int end, int64_t y) const;
+  /// Parameter (weight) bytes of layers [first, end).
+  int64_t param_bytes(int first, int end) const;
+  /// Weights + gradients + optimizer state of layers [first, end).
+  int64_t fixed_bytes(int first, int end) const;
+  /// Bytes per sample one in-flight micro-batch keeps on a stage: its input
+  /// (the received boundary activation) plus every layer's stash.
+  int64_t activation_bytes_per_sample(int first, int end) const;
+  /// Largest per-sample working memory of layers [first, end).
+  int64_t working_bytes_per_sample(int first, int end) const;
+  /// Bytes per sample entering layer `layer` (the model input for layer 0).
+  int64_t boundary_bytes_per_sample(int layer) const;
+
+  /// Memory of a device running layers [first, end) on a share of y samples
+  /// with `in_flight` micro-batches stashed:
+  /// fixed + in_flight * activations * y + working * y.
+  int64_t memory_bytes(int first, int end, int64_t y, int in_flight) const;
+
+  /// Largest y <= limit with memory_bytes(first, end, y, in_flight) <= budget;
+  /// -1 when even y = 0 (weights, gradients, optimizer state) does not fit.
+  /// Closed form of the binary search of Algorithm 1 (memory is affine in y).
+  int64_t max_share_within(int first, int end, int in_flight, int64_t budget,
+                           int64_t limit) const;
+
+private:
+  int num_layers_ = 0;
+  int64_t max_share_ = 0;
+  const model_profile* profile_ = nullptr;
+  // fwd_[y * (L+1) + l] = sum of forward times of layers < l at share y.
+  std::vector<double> fwd_;
+  std::vector<double> bwd_;
+  std::vector<int64_t> param_prefix_;
+  std::vector<int64_t> fixed_prefix_;
+  std::vector<int64_t> stash_prefix_;
+  std::vector<int64_t> working_max_; // [first * L + (end-1)]
+  std::vector<int64_t> boundary_;
+};
+
+/// Number of micro-batches stage p (0-indexed) of P holds in flight under
+/// 1F1B: min(P - p, M).
+int in_flight_micro_batches(int stage, int num_stages, int micro_batches);
+
+/// Seconds to move `bytes` from every device of `from` to `to`: bytes over
+/// the slowest link between the groups plus the largest latency (0 bytes
+/// cost nothing).
+double transfer_s(const cluster& c, const std::vector<int>& from,
+                  const std::vector<int>& to, double bytes);
+
+/// Ring all-reduce seconds of `bytes` in `group`:
+/// 2(g-1)/g * bytes / slowest link in the group + 2(g-1) * largest latency;
+/// 0 for a group of one.
+double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes);
+
+/// The 2P-1 step model of a plan (background.md §1): compute steps with
+/// per-device times time(share)/speed and ring all-reduce times, and
+/// communication steps carrying one micro-batch's boundary activation.
+pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c);
+pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluster& c);
+
+/// Round (mini-batch) latency of the step model (DAPPLE-style).
+///
+/// With m the dominant step (largest E_f+E_b, first on ties), W(s) the sum
+/// of E_f before s and tail the sum of E_f+E_b after m:
+///   s <= m: W(s) + M*D(m) + sum_{s<=k<m}(E_f+E_b)(k) + tail + T_a(s)
+///   s >  m: W(s) + M*D(m) - sum_{m<=k<s}(E_f+E_b)(k) + tail + T_a(s)
+/// and the latency is the maximum over s. This is background.md's formula
+/// plus `tail` (the last micro-batch's trip from m to the last stage and
+/// back, as in DAPPLE's ending phase); without it a 2-stage pipeline with
+/// M = 1 would be predicted twice as fast as it is. See docs/planner.md.
+double round_latency(const pipeline_steps& steps);
+
+/// Summary of a pipeline's steps from which its round latency, and that of
+/// the pipeline with one more stage in front, follow in O(1) (the DP's
+/// inner loop). Indices are relative to the first step, m is the dominant
+/// step (first on ties):
+///   D = (E_f+E_b)(m), Fpre = sum_{k<m} E_f, Bpre = sum_{k<m} E_b,
+///   tail = sum_{k>m} (E_f+E_b), X = max_{k<=m} (T_a(k) + sum_{k<=j<m} E_b(j)),
+///   Y = max_{k>m} (T_a(k) - sum_{m<=j<k} E_b(j)),
+///   Z = max_k (T_a(k) - sum_{j<k} E_b(j)), SFB = sum_k (E_f+E_b).
+/// Then round_latency = Fpre + M*D + tail + max(X, Y) (docs/planner.md).
+struct pipeline_summary {
+  double D = 0.0, Fpre = 0.0, Bpre = 0.0, tail = 0.0, X = 0.0, Y = 0.0, Z = 0.0, SFB = 0.0;
+  bool has_y = false;
+
+  /// A one-stage pipeline: compute step with forward f, backward b, all-reduce a.
+  static pipeline_summary stage(double f, double b, double a);
+  /// This pipeline behind a new first stage (f, b, a) and the communication
+  /// step (cf, cb) between it and the old first stage.
+  pipeline_summary prepend(double f, double b, double a, double cf, double cb) const;
+  /// Round latency with M micro-batches.
+  double latency(int micro_batches) const {
+    return Fpre + micro_batches * D + tail + (has_y && Y > X ? Y : X);
+  }
+};
+
+/// Predicted peak memory per cluster device (0 for devices the plan leaves
+/// idle): weights + gradients + optimizer state + K*activations(share) +
+/// working(share), K = in_flight_micro_batches.
+std::vector<int64_t> memory_per_device(const plan& p, const cost_tables& tables,
+                                       const cluster& c);
+
+/// Fills the plan's predicted round time, samples/s and memory per device.
+void evaluate(plan& p, const model_profile& profile, const cluster& c);
+void evaluate(plan& p, const cost_tables& tables, const cluster& c);
+
+/// Throws `planner_error` naming the first device whose predicted memory
+/// exceeds its budget, and by how many bytes (call after `evaluate`).
+void check_memory(const plan& p, const cluster& c);
+
+/// True when every device's predicted memory is within its budget.
+bool fits_memory(const plan& p, const cluster& c);
+
+} // namespace asteroid::planner

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/model_profile.hpp"
+
+namespace asteroid::planner {
+
+/// One known device type; speeds are relative to jetson-nano = 1.0.
+///
+/// Speeds are derived from the epoch times of the Asteroid paper (see
+/// docs/planner.md, "Device catalog"); xavier-nx is an ASSUMPTION scaled from
+/// CUDA cores x GPU clock because the paper gives no epoch time for it.
+struct device_type_info {
+  std::string type;
+  std::string description;
+  /// Training speed relative to jetson-nano.
+  double speed = 1.0;
+  /// Physical memory (shared CPU/GPU on Jetsons).
+  int64_t memory_bytes = 0;
+  /// What a cluster file gets when it gives a type but no memory: physical
+  /// memory minus 1 GiB for the OS, CUDA context and runtime (assumption).
+  int64_t default_budget_bytes = 0;
+  int cuda_cores = 0;
+  double gpu_clock_mhz = 0.0;
+  /// True when `speed` is not derived from a measurement.
+  bool speed_is_assumption = false;
+};
+
+/// The catalog: jetson-nano, jetson-tx2, xavier-nx.
+const std::vector<device_type_info>& device_catalog();
+
+/// The catalog entry for `type`, or nullptr.
+const device_type_info* find_device_type(const std::string& type);
+
+/// The catalog entry for `type`; throws `planner_error` listing known types.
+const device_type_info& device_type(const std::string& type);
+
+/// A device of a catalog type with the default budget and catalog speed.
+device_spec make_device(std::string name, const std::string& type,
+                        std::string endpoint = {});
+
+/// A profile whose times are divided by `speed_factor` (a device that is
+/// `speed_factor` times faster); the device name becomes `device`.
+model_profile scale_profile(const model_profile& profile, double speed_factor,
+                            std::string device);
+
+/// The profile converted to catalog device type `to_type`, using the catalog
+/// speeds of `profile.device` and `to_type` (throws if either is unknown).
+model_profile scale_profile(const model_profile& profile, const std::string& to_type);
+
+/// Speed of a profile's device relative to jetson-nano (1.0 if the profile's
+/// device is not in the catalog, e.g. "analytic-nano" or "local").
+double catalog_speed(const std::string& device_type);
+
+/// The cluster with speeds made relative to the profile's device: cluster
+/// files hold jetson-nano-relative speeds, the cost model wants speeds
+/// relative to the device the profile was measured on.
+cluster rebase_speeds(const cluster& c, const model_profile& profile);
+
+} // namespace asteroid::planner

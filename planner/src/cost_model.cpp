@@ -1,0 +1,313 @@
+#include "asteroid/planner/cost_model.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "asteroid/planner/error.hpp"
+#include "asteroid/planner/json_io.hpp"
+
+namespace asteroid::planner {
+
+cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
+    : num_layers_(profile.num_layers()), max_share_(std::max<int64_t>(max_share, 0)),
+      profile_(&profile) {
+  const int L = num_layers_;
+  const auto W = static_cast<size_t>(L + 1);
+  fwd_.assign(static_cast<size_t>(max_share_ + 1) * W, 0.0);
+  bwd_.assign(static_cast<size_t>(max_share_ + 1) * W, 0.0);
+  for (int64_t y = 1; y <= max_share_; ++y) {
+    auto* f = &fwd_[static_cast<size_t>(y) * W];
+    auto* b = &bwd_[static_cast<size_t>(y) * W];
+    for (int l = 0; l < L; ++l) {
+      f[l + 1] = f[l] + profile.layers[l].forward_time(static_cast<double>(y));
+      b[l + 1] = b[l] + profile.layers[l].backward_time(static_cast<double>(y));
+    }
+  }
+  param_prefix_.assign(W, 0);
+  fixed_prefix_.assign(W, 0);
+  stash_prefix_.assign(W, 0);
+  boundary_.assign(W, 0);
+  boundary_[0] = profile.input_bytes_per_sample;
+  for (int l = 0; l < L; ++l) {
+    const auto& lp = profile.layers[l];
+    param_prefix_[l + 1] = param_prefix_[l] + lp.param_bytes;
+    // Weights, their gradients and the optimizer state stay for the round.
+    fixed_prefix_[l + 1] = fixed_prefix_[l] + 2 * lp.param_bytes + lp.optimizer_state_bytes;
+    stash_prefix_[l + 1] = stash_prefix_[l] + lp.stash_bytes_per_sample();
+    boundary_[l + 1] = lp.output_bytes_per_sample;
+  }
+  working_max_.assign(static_cast<size_t>(L) * L, 0);
+  for (int a = 0; a < L; ++a) {
+    int64_t m = 0;
+    for (int e = a; e < L; ++e) {
+      m = std::max(m, profile.layers[e].working_bytes_per_sample);
+      working_max_[static_cast<size_t>(a) * L + e] = m;
+    }
+  }
+}
+
+double cost_tables::forward_s(int first, int end, int64_t y) const {
+  if (y <= 0)
+    return 0.0;
+  if (y <= max_share_) {
+    const auto* f = &fwd_[static_cast<size_t>(y) * (num_layers_ + 1)];
+    return f[end] - f[first];
+  }
+  double t = 0.0;
+  for (int l = first; l < end; ++l)
+    t += profile_->layers[l].forward_time(static_cast<double>(y));
+  return t;
+}
+
+double cost_tables::backward_s(int first, int end, int64_t y) const {
+  if (y <= 0)
+    return 0.0;
+  if (y <= max_share_) {
+    const auto* b = &bwd_[static_cast<size_t>(y) * (num_layers_ + 1)];
+    return b[end] - b[first];
+  }
+  double t = 0.0;
+  for (int l = first; l < end; ++l)
+    t += profile_->layers[l].backward_time(static_cast<double>(y));
+  return t;
+}
+
+int64_t cost_tables::param_bytes(int first, int end) const {
+  return param_prefix_[end] - param_prefix_[first];
+}
+
+int64_t cost_tables::fixed_bytes(int first, int end) const {
+  return fixed_prefix_[end] - fixed_prefix_[first];
+}
+
+int64_t cost_tables::activation_bytes_per_sample(int first, int end) const {
+  return boundary_[first] + stash_prefix_[end] - stash_prefix_[first];
+}
+
+int64_t cost_tables::working_bytes_per_sample(int first, int end) const {
+  if (end <= first)
+    return 0;
+  return working_max_[static_cast<size_t>(first) * num_layers_ + (end - 1)];
+}
+
+int64_t cost_tables::boundary_bytes_per_sample(int layer) const {
+  return boundary_[layer];
+}
+
+int64_t cost_tables::memory_bytes(int first, int end, int64_t y, int in_flight) const {
+  return fixed_bytes(first, end) +
+         y * (static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
+              working_bytes_per_sample(first, end));
+}
+
+int64_t cost_tables::max_share_within(int first, int end, int in_flight, int64_t budget,
+                                      int64_t limit) const {
+  int64_t room = budget - fixed_bytes(first, end);
+  if (room < 0)
+    return -1;
+  int64_t per_sample = static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
+                       working_bytes_per_sample(first, end);
+  if (per_sample <= 0)
+    return limit;
+  return std::min(limit, room / per_sample);
+}
+
+int in_flight_micro_batches(int stage, int num_stages, int micro_batches) {
+  return std::max(1, std::min(num_stages - stage, micro_batches));
+}
+
+double transfer_s(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
+                  double bytes) {
+  if (bytes <= 0.0)
+    return 0.0;
+  double bw = std::numeric_limits<double>::infinity();
+  double lat = 0.0;
+  for (int a : from)
+    for (int b : to) {
+      if (a == b)
+        continue;
+      bw = std::min(bw, c.bandwidth(a, b));
+      lat = std::max(lat, c.latency(a, b));
+    }
+  if (bw == std::numeric_limits<double>::infinity())
+    return 0.0;
+  return bytes / bw + lat;
+}
+
+double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes) {
+  auto g = group.size();
+  if (g <= 1 || bytes <= 0.0)
+    return 0.0;
+  double bw = std::numeric_limits<double>::infinity();
+  double lat = 0.0;
+  for (int a : group)
+    for (int b : group) {
+      if (a == b)
+        continue;
+      bw = std::min(bw, c.bandwidth(a, b));
+      lat = std::max(lat, c.latency(a, b));
+    }
+  double steps = 2.0 * static_cast<double>(g - 1);
+  return steps / static_cast<double>(g) * bytes / bw + steps * lat;
+}
+
+pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c) {
+  pipeline_steps out;
+  out.micro_batches = p.micro_batches;
+  const auto P = p.num_stages();
+  const double micro = static_cast<double>(p.micro_batch_size());
+  for (int s = 0; s < P; ++s) {
+    const auto& st = p.stages[s];
+    pipeline_step step;
+    step.type = pipeline_step::kind::compute;
+    step.stage = s;
+    step.devices = st.devices;
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      double speed = c.devices[st.devices[i]].speed;
+      double f = t.forward_s(st.first_layer, st.end_layer, st.shares[i]) / speed;
+      double b = t.backward_s(st.first_layer, st.end_layer, st.shares[i]) / speed;
+      step.device_forward_s.push_back(f);
+      step.device_backward_s.push_back(b);
+      step.forward_s = std::max(step.forward_s, f);
+      step.backward_s = std::max(step.backward_s, b);
+    }
+    step.allreduce_s =
+      allreduce_s(c, st.devices, static_cast<double>(t.param_bytes(st.first_layer, st.end_layer)));
+    out.steps.push_back(std::move(step));
+    if (s + 1 < P) {
+      const auto& next = p.stages[s + 1];
+      pipeline_step comm;
+      comm.type = pipeline_step::kind::communication;
+      comm.stage = s;
+      double bytes = static_cast<double>(t.boundary_bytes_per_sample(st.end_layer)) * micro;
+      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes);
+      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes);
+      out.steps.push_back(std::move(comm));
+    }
+  }
+  return out;
+}
+
+pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c) {
+  cost_tables t(profile, p.micro_batch_size());
+  return make_steps(p, t, c);
+}
+
+double round_latency(const pipeline_steps& ps) {
+  const auto& st = ps.steps;
+  const int S = static_cast<int>(st.size());
+  if (S == 0)
+    return 0.0;
+  const double M = static_cast<double>(ps.micro_batches);
+  int m = 0;
+  for (int s = 1; s < S; ++s)
+    if (st[s].forward_s + st[s].backward_s > st[m].forward_s + st[m].backward_s)
+      m = s;
+  const double D = st[m].forward_s + st[m].backward_s;
+  double tail = 0.0;
+  for (int s = m + 1; s < S; ++s)
+    tail += st[s].forward_s + st[s].backward_s;
+  double best = 0.0;
+  double waiting = 0.0; // T_w(s)
+  for (int s = 0; s < S; ++s) {
+    double exec = M * D + tail;
+    if (s < m) {
+      for (int k = s; k < m; ++k)
+        exec += st[k].forward_s + st[k].backward_s;
+    } else {
+      for (int k = m; k < s; ++k)
+        exec -= st[k].forward_s + st[k].backward_s;
+    }
+    best = std::max(best, waiting + exec + st[s].allreduce_s);
+    waiting += st[s].forward_s;
+  }
+  return best;
+}
+
+pipeline_summary pipeline_summary::stage(double f, double b, double a) {
+  pipeline_summary r;
+  r.D = f + b;
+  r.X = a;
+  r.Z = a;
+  r.SFB = f + b;
+  return r;
+}
+
+pipeline_summary pipeline_summary::prepend(double f, double b, double a, double cf,
+                                           double cb) const {
+  pipeline_summary r;
+  const double Dh = f + b;
+  const double Dc = cf + cb;
+  if (Dh >= Dc && Dh >= D) { // the new stage dominates (first index wins ties)
+    r.D = Dh;
+    r.tail = Dc + SFB;
+    r.X = a;
+    r.Y = std::max(-b, Z - b - cb);
+    r.has_y = true;
+  } else if (Dc >= D) { // the new communication step dominates
+    r.D = Dc;
+    r.Fpre = f;
+    r.Bpre = b;
+    r.tail = SFB;
+    r.X = std::max(a + b, 0.0);
+    r.Y = Z - cb;
+    r.has_y = true;
+  } else { // the dominant step stays where it was
+    r.D = D;
+    r.Fpre = f + cf + Fpre;
+    r.Bpre = b + cb + Bpre;
+    r.tail = tail;
+    r.X = std::max({X, cb + Bpre, a + b + cb + Bpre});
+    r.Y = Y;
+    r.has_y = has_y;
+  }
+  r.Z = std::max({a, -b, Z - b - cb});
+  r.SFB = SFB + Dh + Dc;
+  return r;
+}
+
+std::vector<int64_t> memory_per_device(const plan& p, const cost_tables& t, const cluster& c) {
+  std::vector<int64_t> mem(c.devices.size(), 0);
+  const int P = p.num_stages();
+  for (int s = 0; s < P; ++s) {
+    const auto& st = p.stages[s];
+    int k = in_flight_micro_batches(s, P, p.micro_batches);
+    for (size_t i = 0; i < st.devices.size(); ++i)
+      mem[st.devices[i]] = t.memory_bytes(st.first_layer, st.end_layer, st.shares[i], k);
+  }
+  return mem;
+}
+
+void evaluate(plan& p, const cost_tables& t, const cluster& c) {
+  auto steps = make_steps(p, t, c);
+  p.predicted_round_s = round_latency(steps);
+  p.predicted_samples_per_s =
+    p.predicted_round_s > 0.0 ? static_cast<double>(p.batch_size) / p.predicted_round_s : 0.0;
+  p.predicted_memory_bytes = memory_per_device(p, t, c);
+}
+
+void evaluate(plan& p, const model_profile& profile, const cluster& c) {
+  cost_tables t(profile, p.micro_batch_size());
+  evaluate(p, t, c);
+}
+
+bool fits_memory(const plan& p, const cluster& c) {
+  for (size_t d = 0; d < p.predicted_memory_bytes.size() && d < c.devices.size(); ++d)
+    if (p.predicted_memory_bytes[d] > c.devices[d].memory_bytes)
+      return false;
+  return true;
+}
+
+void check_memory(const plan& p, const cluster& c) {
+  for (size_t d = 0; d < p.predicted_memory_bytes.size() && d < c.devices.size(); ++d) {
+    auto need = p.predicted_memory_bytes[d];
+    auto have = c.devices[d].memory_bytes;
+    if (need > have)
+      throw planner_error("plan (" + p.planner + "): device " + std::to_string(d) + " (" +
+                          c.devices[d].name + ") needs " + format_bytes(need) + " but has " +
+                          format_bytes(have) + " (short by " + std::to_string(need - have) +
+                          " bytes)");
+  }
+}
+
+} // namespace asteroid::planner
