@@ -1,1 +1,0 @@
-// Placeholder: the owning component's implementation replaces this file.
