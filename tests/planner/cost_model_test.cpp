@@ -1,0 +1,185 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/error.hpp"
+#include "test_helpers.hpp"
+
+using namespace asteroid::planner;
+
+namespace {
+
+// Two layers, linear times (seconds per sample on the profiling device):
+//   layer 0: fwd 1 ms, bwd 2 ms, output 1000 B, params 1 MB (+1 MB optimizer)
+//   layer 1: fwd 2 ms, bwd 4 ms, output 10 B,   params 2 MB (+2 MB optimizer)
+// Input 500 B per sample.
+model_profile two_layers() {
+  model_profile p;
+  p.model = "two";
+  p.input_bytes_per_sample = 500;
+  p.layers.push_back(test::linear_layer("l0", 1e-3, 2e-3, 1000, 1'000'000));
+  p.layers.push_back(test::linear_layer("l1", 2e-3, 4e-3, 10, 2'000'000));
+  return p;
+}
+
+// Speeds 1, 2, 1; every link 8 Mbit/s = 1 MB/s, no latency.
+cluster three() {
+  return cluster::uniform("c", {test::device("d0", 1, 1 << 30), test::device("d1", 2, 1 << 30),
+                                test::device("d2", 1, 1 << 30)},
+                          8e6);
+}
+
+} // namespace
+
+TEST_CASE("cost model on a hand-computed two-stage plan", "[planner][cost]") {
+  auto prof = two_layers();
+  auto c = three();
+  plan p;
+  p.batch_size = 8;
+  p.micro_batches = 2; // micro-batch of 4
+  p.stages.push_back({0, 1, {0, 1}, {1, 3}});
+  p.stages.push_back({1, 2, {2}, {4}});
+  auto steps = make_steps(p, prof, c);
+  REQUIRE(steps.steps.size() == 3);
+  const auto& s0 = steps.steps[0];
+  // d0: 1 sample -> fwd 1 ms, bwd 2 ms; d1: 3 samples at speed 2 -> 1.5 / 3 ms.
+  CHECK(s0.device_forward_s[0] == Approx(1e-3));
+  CHECK(s0.device_forward_s[1] == Approx(1.5e-3));
+  CHECK(s0.forward_s == Approx(1.5e-3));
+  CHECK(s0.backward_s == Approx(3e-3));
+  // Ring all-reduce of 1 MB in a group of 2: 2(2-1)/2 * 1e6 B / 1e6 B/s = 1 s.
+  CHECK(s0.allreduce_s == Approx(1.0));
+  // Boundary: 1000 B x 4 samples / 1 MB/s = 4 ms each way.
+  const auto& comm = steps.steps[1];
+  CHECK(comm.type == pipeline_step::kind::communication);
+  CHECK(comm.forward_s == Approx(4e-3));
+  CHECK(comm.backward_s == Approx(4e-3));
+  // Stage 1: 4 samples x (2 + 4) ms = 8 + 16 ms, no all-reduce.
+  CHECK(steps.steps[2].forward_s == Approx(8e-3));
+  CHECK(steps.steps[2].backward_s == Approx(16e-3));
+  CHECK(steps.steps[2].allreduce_s == 0.0);
+  // Dominant step m = 2 (24 ms), M = 2, tail = 0:
+  //   s=0: 0 + 2*24 + (4.5 + 8) + 1000 = 1060.5 ms
+  //   s=1: 1.5 + 2*24 + 8           =   57.5 ms
+  //   s=2: 5.5 + 2*24               =   53.5 ms
+  CHECK(round_latency(steps) == Approx(1.0605));
+  evaluate(p, prof, c);
+  CHECK(p.predicted_round_s == Approx(1.0605));
+  CHECK(p.predicted_samples_per_s == Approx(8 / 1.0605));
+  // Memory: stage 0 has K = min(2-0, 2) = 2 micro-batches in flight; fixed
+  // = weights 1 MB + gradients 1 MB + optimizer 1 MB; activations per
+  // sample = input 500 + layer output 1000.
+  CHECK(p.predicted_memory_bytes[0] == 3'000'000 + 2 * 1500 * 1);
+  CHECK(p.predicted_memory_bytes[1] == 3'000'000 + 2 * 1500 * 3);
+  // Stage 1: K = 1; fixed 6 MB; activations 1000 (input) + 10 (output).
+  CHECK(p.predicted_memory_bytes[2] == 6'000'000 + 1 * 1010 * 4);
+  CHECK(fits_memory(p, c));
+  c.devices[2].memory_bytes = 6'000'000;
+  CHECK_FALSE(fits_memory(p, c));
+  CHECK_THROWS_WITH(check_memory(p, c), Catch::Contains("device 2 (d2)") &&
+                                          Catch::Contains("short by 4040 bytes"));
+}
+
+TEST_CASE("round latency of one stage is M*(f+b) plus the all-reduce", "[planner][cost]") {
+  pipeline_steps ps;
+  ps.micro_batches = 4;
+  pipeline_step s;
+  s.forward_s = 1.0;
+  s.backward_s = 2.0;
+  s.allreduce_s = 0.5;
+  ps.steps.push_back(s);
+  CHECK(round_latency(ps) == Approx(4 * 3.0 + 0.5));
+}
+
+TEST_CASE("with one micro-batch the round is the sum of all steps", "[planner][cost]") {
+  // Two equal stages and a link; the first stage dominates on a tie. The
+  // background formula without the tail term would give 3 s here.
+  pipeline_steps ps;
+  ps.micro_batches = 1;
+  pipeline_step a;
+  a.forward_s = 1;
+  a.backward_s = 2;
+  pipeline_step c;
+  c.type = pipeline_step::kind::communication;
+  c.forward_s = 0.5;
+  c.backward_s = 0.5;
+  ps.steps = {a, c, a};
+  CHECK(round_latency(ps) == Approx(3 + 1 + 3));
+  // M = 3: the dominant stage runs 3 rounds of 3 s; the tail (link + last
+  // stage, 4 s) is paid once: 9 + 4 = 13.
+  ps.micro_batches = 3;
+  CHECK(round_latency(ps) == Approx(13));
+}
+
+TEST_CASE("in-flight micro-batches follow 1F1B", "[planner][cost]") {
+  CHECK(in_flight_micro_batches(0, 4, 8) == 4);
+  CHECK(in_flight_micro_batches(3, 4, 8) == 1);
+  CHECK(in_flight_micro_batches(0, 4, 2) == 2);
+}
+
+TEST_CASE("pipeline_summary reproduces round_latency", "[planner][cost]") {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    int P = 1 + static_cast<int>(rng() % 6);
+    pipeline_steps ps;
+    for (int s = 0; s < P; ++s) {
+      pipeline_step st;
+      st.forward_s = u(rng);
+      st.backward_s = 2 * u(rng);
+      st.allreduce_s = rng() % 2 ? 3 * u(rng) : 0.0;
+      // Ties on purpose now and then.
+      if (s > 0 && rng() % 5 == 0) {
+        st.forward_s = ps.steps[0].forward_s;
+        st.backward_s = ps.steps[0].backward_s;
+      }
+      ps.steps.push_back(st);
+      if (s + 1 < P) {
+        pipeline_step cm;
+        cm.type = pipeline_step::kind::communication;
+        cm.forward_s = cm.backward_s = rng() % 3 ? 0.5 * u(rng) : 2 * u(rng);
+        ps.steps.push_back(cm);
+      }
+    }
+    const auto& st = ps.steps;
+    auto sum = pipeline_summary::stage(st.back().forward_s, st.back().backward_s,
+                                       st.back().allreduce_s);
+    for (int k = static_cast<int>(st.size()) - 3; k >= 0; k -= 2)
+      sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].allreduce_s,
+                        st[k + 1].forward_s, st[k + 1].backward_s);
+    for (int M : {1, 2, 5, 16}) {
+      ps.micro_batches = M;
+      INFO("trial " << trial << " P " << P << " M " << M);
+      REQUIRE(sum.latency(M) == Approx(round_latency(ps)).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("cost tables match direct sums over layers", "[planner][cost]") {
+  std::mt19937_64 rng(11);
+  auto inst = test::make_random_instance(rng, 8, 3);
+  const auto& prof = inst.profile;
+  cost_tables t(prof, 8);
+  for (int a = 0; a < prof.num_layers(); ++a)
+    for (int e = a + 1; e <= prof.num_layers(); ++e)
+      for (int64_t y : {1, 3, 8, 11}) { // 11 is past the table: slow path
+        double f = 0, b = 0;
+        int64_t stash = prof.layers[a].output_bytes_per_sample * 0 +
+                        (a == 0 ? prof.input_bytes_per_sample
+                                : prof.layers[a - 1].output_bytes_per_sample);
+        int64_t work = 0, fixed = 0;
+        for (int l = a; l < e; ++l) {
+          f += prof.layers[l].forward_time(static_cast<double>(y));
+          b += prof.layers[l].backward_time(static_cast<double>(y));
+          stash += prof.layers[l].stash_bytes_per_sample();
+          work = std::max(work, prof.layers[l].working_bytes_per_sample);
+          fixed += 2 * prof.layers[l].param_bytes + prof.layers[l].optimizer_state_bytes;
+        }
+        CHECK(t.forward_s(a, e, y) == Approx(f));
+        CHECK(t.backward_s(a, e, y) == Approx(b));
+        CHECK(t.activation_bytes_per_sample(a, e) == stash);
+        CHECK(t.working_bytes_per_sample(a, e) == work);
+        CHECK(t.memory_bytes(a, e, y, 3) == fixed + y * (3 * stash + work));
+      }
+}

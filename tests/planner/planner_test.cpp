@@ -1,0 +1,194 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "asteroid/planner/analytic_profiles.hpp"
+#include "asteroid/planner/asteroid_planner.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/device_catalog.hpp"
+#include "asteroid/planner/error.hpp"
+#include "asteroid/planner/exhaustive_planner.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_validation.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "test_helpers.hpp"
+
+using namespace asteroid::planner;
+
+namespace {
+
+// Checks what every planner promises about a returned plan.
+void check_returned_plan(const plan& p, const model_profile& prof, const cluster& c,
+                         int64_t batch) {
+  REQUIRE_NOTHROW(validate(p, prof.num_layers(), c));
+  CHECK(p.batch_size == batch);
+  plan q = p;
+  evaluate(q, prof, c);
+  CHECK(q.predicted_round_s == Approx(p.predicted_round_s).epsilon(1e-9));
+  REQUIRE(q.predicted_memory_bytes.size() == static_cast<size_t>(c.size()));
+  for (int d = 0; d < c.size(); ++d) {
+    INFO("planner " << p.planner << " device " << c.devices[d].name);
+    CHECK(q.predicted_memory_bytes[d] == p.predicted_memory_bytes[d]);
+    CHECK(q.predicted_memory_bytes[d] <= c.devices[d].memory_bytes);
+  }
+}
+
+} // namespace
+
+TEST_CASE("make_planner knows every planner", "[planner]") {
+  for (const auto& n : planner_names())
+    CHECK(make_planner(n)->name() == n);
+  CHECK_THROWS_WITH(make_planner("magic"), Catch::Contains("unknown planner \"magic\"") &&
+                                             Catch::Contains("pipeedge"));
+  CHECK(micro_batch_candidates(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
+}
+
+TEST_CASE("asteroid is within 2% of exhaustive search on 300 random instances",
+          "[planner][random]") {
+  std::mt19937_64 rng(20240901);
+  asteroid_planner asteroid;
+  exhaustive_planner exhaustive;
+  int instances = 0, feasible = 0, within = 0, multi_stage = 0;
+  double worst = 1.0;
+  int worst_instance = -1;
+  for (int k = 0; k < 300; ++k) {
+    auto inst = test::make_random_instance(rng, 8, 5);
+    ++instances;
+    INFO("instance " << k << ": " << inst.profile.num_layers() << " layers, " << inst.c.size()
+                     << " devices, batch " << inst.batch);
+    plan ex;
+    bool ex_ok = true;
+    try {
+      ex = exhaustive.make_plan(inst.profile, inst.c, inst.batch);
+    } catch (const planner_error&) {
+      ex_ok = false;
+    }
+    plan as;
+    bool as_ok = true;
+    try {
+      as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
+    } catch (const planner_error& e) {
+      as_ok = false;
+      // Infeasibility is explained with a device and a byte count.
+      CHECK_THAT(e.what(), Catch::Contains("bytes"));
+    }
+    // Asteroid's plans are in the exhaustive search space: same feasibility.
+    REQUIRE(as_ok == ex_ok);
+    if (!ex_ok)
+      continue;
+    ++feasible;
+    check_returned_plan(as, inst.profile, inst.c, inst.batch);
+    multi_stage += ex.num_stages() > 1;
+    double ratio = as.predicted_round_s / ex.predicted_round_s;
+    // Exhaustive is optimal under the same cost model.
+    CHECK(ratio >= 1.0 - 1e-9);
+    within += ratio <= 1.02;
+    if (ratio > worst) {
+      worst = ratio;
+      worst_instance = k;
+    }
+  }
+  double fraction = static_cast<double>(within) / feasible;
+  std::printf("[random instances] %d instances, %d feasible (%d with >1 stage in the optimum), "
+              "asteroid within 2%% of exhaustive on %d (%.1f%%), worst ratio %.4f "
+              "(instance %d)\n",
+              instances, feasible, multi_stage, within, 100.0 * fraction, worst, worst_instance);
+  CHECK(feasible >= 200);
+  CHECK(multi_stage >= 50); // the instances exercise pipelines, not just DP
+  CHECK(fraction >= 0.95);
+}
+
+TEST_CASE("every planner's plans fit memory (random instances)", "[planner][memory]") {
+  std::mt19937_64 rng(99);
+  int returned = 0, refused = 0;
+  for (int k = 0; k < 80; ++k) {
+    auto inst = test::make_random_instance(rng, 8, 5);
+    for (const auto& name : planner_names()) {
+      auto planner = make_planner(name);
+      try {
+        auto p = planner->make_plan(inst.profile, inst.c, inst.batch);
+        INFO("instance " << k << " planner " << name);
+        CHECK(p.planner == name);
+        check_returned_plan(p, inst.profile, inst.c, inst.batch);
+        ++returned;
+      } catch (const planner_error& e) {
+        CHECK_THAT(e.what(), Catch::Contains(name));
+        ++refused;
+      }
+    }
+  }
+  std::printf("[memory property] %d plans returned, %d refusals\n", returned, refused);
+  CHECK(returned > 300);
+  CHECK(refused > 20); // budgets are tight enough to make some planners refuse
+}
+
+TEST_CASE("asteroid beats or ties every baseline on environments A-D", "[planner][envs]") {
+  const char* envs[] = {"a", "b", "c", "d"};
+  int compared = 0;
+  for (const auto& model : analytic_model_names()) {
+    auto prof = analytic_profile(model);
+    for (const char* e : envs)
+      for (int mbps : {100, 1000}) {
+        std::string name = std::string("env-") + e + "-" + std::to_string(mbps) + "mbps";
+        auto c = load_cluster_file(std::string(ASTEROID_SOURCE_DIR) + "/examples/clusters/" +
+                                   name + ".json");
+        c = rebase_speeds(c, prof);
+        auto best = make_planner("asteroid")->make_plan(prof, c, 32);
+        check_returned_plan(best, prof, c, 32);
+        for (const auto& b : planner_names()) {
+          if (b == "asteroid" || b == "exhaustive")
+            continue;
+          INFO(model << " " << name << " vs " << b);
+          try {
+            auto p = make_planner(b)->make_plan(prof, c, 32);
+            check_returned_plan(p, prof, c, 32);
+            CHECK(best.predicted_samples_per_s >= p.predicted_samples_per_s * (1 - 1e-9));
+            ++compared;
+          } catch (const planner_error& err) {
+            WARN(b << " refused: " << err.what());
+          }
+        }
+      }
+  }
+  CHECK(compared >= 200);
+}
+
+TEST_CASE("infeasible requests name the device and the shortfall", "[planner]") {
+  model_profile p;
+  p.model = "big";
+  p.layers.push_back(test::linear_layer("embed", 1e-3, 2e-3, 100, 1'000'000));
+  p.layers.push_back(test::linear_layer("huge", 1e-3, 2e-3, 100, 5'000'000));
+  // "huge" alone needs 15 MB (weights, gradients, optimizer) + 1 sample x
+  // (100 input + 100 output) = 15,000,200 bytes.
+  auto c = cluster::uniform("c", {test::device("n0", 1, 10'000'000),
+                                  test::device("n1", 1, 12'000'000)},
+                            1e8);
+  CHECK_THROWS_WITH(make_planner("asteroid")->make_plan(p, c, 4),
+                    Catch::Contains("layer 1 (huge)") && Catch::Contains("n1") &&
+                      Catch::Contains("short by 3000200 bytes"));
+  // Each layer fits somewhere, but not everything at once: 3 + 15 MB > 17.5 MB.
+  c.devices[0].memory_bytes = 2'500'000;
+  c.devices[1].memory_bytes = 15'100'000;
+  CHECK_THROWS_WITH(make_planner("asteroid")->make_plan(p, c, 4),
+                    Catch::Contains("short by 400000 bytes"));
+  CHECK_THROWS_WITH(make_planner("on-device")->make_plan(p, c, 4),
+                    Catch::Contains("on-device: infeasible") && Catch::Contains("n1 short by"));
+  CHECK_THROWS_AS(make_planner("exhaustive")->make_plan(p, c, 4), planner_error);
+}
+
+TEST_CASE("asteroid splits a model that fits no single device", "[planner]") {
+  // Two layers of 3 MB fixed memory each, devices of 4 MB: only a 2-stage
+  // pipeline fits, whatever the speeds.
+  model_profile p;
+  p.model = "split";
+  p.layers.push_back(test::linear_layer("a", 1e-3, 2e-3, 100, 1'000'000));
+  p.layers.push_back(test::linear_layer("b", 1e-3, 2e-3, 100, 1'000'000));
+  auto c = cluster::uniform("c", {test::device("x", 1, 4'000'000), test::device("y", 3, 4'000'000)},
+                            1e9);
+  auto plan = make_planner("asteroid")->make_plan(p, c, 8);
+  REQUIRE(plan.num_stages() == 2);
+  check_returned_plan(plan, p, c, 8);
+  CHECK_THROWS_AS(make_planner("dp-even")->make_plan(p, c, 8), planner_error);
+}
