@@ -159,8 +159,8 @@ struct dp_result {
 class dp_solver {
 public:
   dp_solver(const cost_tables& t, const cluster& c, const ordering_links& o, int64_t batch,
-            int M, int max_stages, alloc_memo* memo)
-      : t_(t), c_(c), o_(o), batch_(batch), M_(M), micro_(batch / M),
+            int M, int max_stages, alloc_memo* memo, double bound)
+      : t_(t), c_(c), o_(o), batch_(batch), M_(M), micro_(batch / M), bound_(bound),
         memo_(memo && memo->enabled ? memo : nullptr) {
     L_ = t.num_layers();
     N_ = o.n;
@@ -310,7 +310,7 @@ public:
             double hf = 0.0;
             double hb = 0.0;
             if (i2 == L_) {
-              if (!head_times(1, hf, hb))
+              if (!head_times(1, hf, hb) || Md * (hf + hb) >= bound_)
                 continue;
               suffix_state s;
               s.sum = pipeline_summary::stage(hf, hb, a);
@@ -337,6 +337,8 @@ public:
                   continue;
                 if (!head_times(std::min(p, M_), hf, hb))
                   goto next_head; // more stashed micro-batches will not fit either
+                if (Md * std::max(hf + hb, S.sum.D) >= bound_)
+                  continue;
                 // Any round takes at least M times its dominant step, and
                 // the step sum only grows: skip what cannot enter the state.
                 if (Md * std::max(hf + hb, S.sum.D) >= into[0].T &&
@@ -416,6 +418,10 @@ private:
   int64_t batch_;
   int M_;
   int64_t micro_;
+  // Round latency of the best plan known: a suffix whose dominant step D
+  // has M*D >= bound_ cannot be part of a better plan (prepending stages
+  // never shrinks the dominant step), so it is not kept.
+  double bound_;
   int L_ = 0, N_ = 0, P_ = 0;
   std::vector<suffix_state> Q_;
   alloc_memo* memo_ = nullptr;
@@ -631,7 +637,7 @@ plan asteroid_planner::make_plan(const model_profile& profile, const cluster& c,
       memo_M = M;
     }
     ordering_links links(c, order);
-    dp_solver dp(t, c, links, batch_size, M, options_.max_stages, &memo);
+    dp_solver dp(t, c, links, batch_size, M, options_.max_stages, &memo, best.T);
     dp.run();
     auto r = dp.best();
     if (r.T < best.T) {
@@ -659,6 +665,18 @@ plan asteroid_planner::make_plan(const model_profile& profile, const cluster& c,
         }
   }
   const int64_t distinct = distinct_orderings(cls, options_.enumerate_orderings_up_to);
+  std::vector<std::vector<int>> named;
+  for (const auto& name : options_.orderings) {
+    auto o = device_order(c, name);
+    if (std::find(named.begin(), named.end(), o) == named.end())
+      named.push_back(std::move(o));
+  }
+  if (named.empty())
+    named.push_back(device_order(c, "memory"));
+  // The named orderings first: their best plan bounds (and so prunes) the rest.
+  for (int M : Ms)
+    for (const auto& o : named)
+      solve(o, M);
   if (distinct <= options_.enumerate_orderings_up_to) {
     // Few distinct orderings: try them all (each plan is contiguous in some
     // ordering, so only the DP's suffix choice remains a heuristic).
@@ -681,17 +699,6 @@ plan asteroid_planner::make_plan(const model_profile& profile, const cluster& c,
       for (const auto& o : orders)
         solve(o, M);
   } else {
-    std::vector<std::vector<int>> orders;
-    for (const auto& name : options_.orderings) {
-      auto o = device_order(c, name);
-      if (std::find(orders.begin(), orders.end(), o) == orders.end())
-        orders.push_back(std::move(o));
-    }
-    if (orders.empty())
-      orders.push_back(device_order(c, "memory"));
-    for (int M : Ms)
-      for (const auto& o : orders)
-        solve(o, M);
     // Local search from the best ordering: swap neighbours of different
     // classes while the round latency drops.
     for (int pass = 0; best.T < inf && pass < options_.local_search_passes; ++pass) {
