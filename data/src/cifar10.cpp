@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "asteroid/data/data_error.hpp"
+#include "pixels.hpp"
 #include "read_bytes.hpp"
 
 namespace asteroid::data {
@@ -16,7 +17,7 @@ std::vector<std::string> cifar10_file_names(split which) {
 
 cifar10_records read_cifar10_file(const std::string& path) {
   auto bytes = detail::read_bytes(path);
-  auto size = static_cast<int64_t>(bytes.size());
+  auto size = static_cast<int64_t>(bytes.size);
   if (size == 0)
     throw data_error(path + ": empty file, expected CIFAR-10 records of " +
                      std::to_string(cifar10_record_bytes) + " bytes");
@@ -25,7 +26,7 @@ cifar10_records read_cifar10_file(const std::string& path) {
                      std::to_string(cifar10_record_bytes) +
                      "-byte CIFAR-10 record (truncated or not a CIFAR-10 binary batch)");
   int64_t count = size / cifar10_record_bytes;
-  auto records = torch::from_blob(bytes.data(), {count, cifar10_record_bytes}, torch::kUInt8);
+  auto records = torch::from_blob(bytes.data.get(), {count, cifar10_record_bytes}, torch::kUInt8);
   auto labels = records.select(1, 0).to(torch::kInt64);
   auto bad = (labels >= cifar10_classes).nonzero();
   if (bad.numel() > 0) {
@@ -49,14 +50,13 @@ tensor_dataset load_cifar10(const std::string& dir, split which, bool normalize)
     images.push_back(records.images);
     labels.push_back(records.labels);
   }
-  auto inputs = torch::cat(images).to(torch::kFloat32).div_(255.0);
+  std::vector<double> mean{0, 0, 0};
+  std::vector<double> stdev{1, 1, 1};
   if (normalize) {
-    auto mean = torch::tensor({cifar10_mean[0], cifar10_mean[1], cifar10_mean[2]},
-                              torch::kFloat32).view({1, 3, 1, 1});
-    auto stdev = torch::tensor({cifar10_std[0], cifar10_std[1], cifar10_std[2]}, torch::kFloat32)
-                   .view({1, 3, 1, 1});
-    inputs.sub_(mean).div_(stdev);
+    mean.assign(cifar10_mean.begin(), cifar10_mean.end());
+    stdev.assign(cifar10_std.begin(), cifar10_std.end());
   }
+  auto inputs = detail::bytes_to_float(torch::cat(images), mean, stdev);
   return tensor_dataset(std::move(inputs), torch::cat(labels), cifar10_classes,
                         std::string("cifar10/") + to_string(which));
 }

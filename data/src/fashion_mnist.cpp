@@ -4,6 +4,7 @@
 
 #include "asteroid/data/data_error.hpp"
 #include "asteroid/data/idx.hpp"
+#include "pixels.hpp"
 
 namespace asteroid::data {
 
@@ -44,9 +45,9 @@ tensor_dataset load_fashion_mnist(const std::string& dir, split which, bool norm
                        " at index " + std::to_string(at) + " is out of range [0, 10)");
     }
   }
-  auto inputs = images.unsqueeze(1).to(torch::kFloat32).div_(255.0);
-  if (normalize)
-    inputs.sub_(fashion_mnist_mean).div_(fashion_mnist_std);
+  auto inputs = normalize ? detail::bytes_to_float(images.unsqueeze(1), {fashion_mnist_mean},
+                                                    {fashion_mnist_std})
+                          : detail::bytes_to_float(images.unsqueeze(1), {0.0}, {1.0});
   return tensor_dataset(std::move(inputs), std::move(labels), fashion_mnist_classes,
                         std::string("fashion-mnist/") + to_string(which));
 }
