@@ -33,7 +33,8 @@ size_t size_hint(const std::string& path, uintmax_t on_disk) {
     return static_cast<size_t>(on_disk) * 2 + 1;
   uint32_t isize = uint32_t{tail[0]} | (uint32_t{tail[1]} << 8) | (uint32_t{tail[2]} << 16) |
                    (uint32_t{tail[3]} << 24);
-  return size_t{isize} + 1;
+  // A damaged trailer must not make us allocate gigabytes: deflate expands at most ~1032:1.
+  return std::min<size_t>(size_t{isize}, static_cast<size_t>(on_disk) * 1032) + 1;
 }
 
 } // namespace
