@@ -29,6 +29,7 @@ void check_inputs(const std::string& who, const model_profile& profile, const cl
 // Keeps the fastest candidate that fits; remembers the smallest memory
 // overshoot of the others to explain an infeasible result.
 struct best_keeper {
+  explicit best_keeper(std::string w) : who(std::move(w)) {}
   std::string who;
   plan best;
   bool found = false;
@@ -115,7 +116,7 @@ plan on_device_planner::make_plan(const model_profile& profile, const cluster& c
                                   int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   for (int M : micro_batch_candidates(batch))
     for (int d = 0; d < c.size(); ++d) {
@@ -132,7 +133,7 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
                                       int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   const int n = c.size();
   std::vector<int> all(n);
@@ -166,7 +167,7 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
 plan gpipe_planner::make_plan(const model_profile& profile, const cluster& c, int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   const int P = std::min(L, c.size());
   for (int M : micro_batch_candidates(batch)) {
@@ -189,7 +190,7 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
                                   int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   const int N = c.size();
   double mean_speed = 0.0;
@@ -262,7 +263,7 @@ plan ftpipehd_planner::make_plan(const model_profile& profile, const cluster& c,
                                  int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   const int S = std::min(L, c.size());
   for (int M : micro_batch_candidates(batch)) {
@@ -313,7 +314,7 @@ plan pipeedge_planner::make_plan(const model_profile& profile, const cluster& c,
                                  int64_t batch) {
   check_inputs(name(), profile, c, batch);
   cost_tables t(profile, batch);
-  best_keeper keep{name()};
+  best_keeper keep(name());
   const int L = profile.num_layers();
   // Device types: equal type, speed and budget.
   std::vector<std::vector<int>> members;

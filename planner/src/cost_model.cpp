@@ -5,6 +5,7 @@
 
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_validation.hpp"
 
 namespace asteroid::planner {
 
@@ -189,6 +190,7 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c)
 }
 
 pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c) {
+  validate(p, profile.num_layers(), c);
   cost_tables t(profile, p.micro_batch_size());
   return make_steps(p, t, c);
 }
@@ -279,6 +281,7 @@ std::vector<int64_t> memory_per_device(const plan& p, const cost_tables& t, cons
 }
 
 void evaluate(plan& p, const cost_tables& t, const cluster& c) {
+  validate(p, t.num_layers(), c);
   auto steps = make_steps(p, t, c);
   p.predicted_round_s = round_latency(steps);
   p.predicted_samples_per_s =

@@ -79,7 +79,8 @@ double transfer_s(const cluster& c, const std::vector<int>& from,
 /// 0 for a group of one.
 double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes);
 
-/// The 2P-1 step model of a plan (background.md §1): compute steps with
+/// The 2P-1 step model of a plan (background.md §1; the profile overload
+/// validates the plan first): compute steps with
 /// per-device times time(share)/speed and ring all-reduce times, and
 /// communication steps carrying one micro-batch's boundary activation.
 pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c);
@@ -127,7 +128,8 @@ struct pipeline_summary {
 std::vector<int64_t> memory_per_device(const plan& p, const cost_tables& tables,
                                        const cluster& c);
 
-/// Fills the plan's predicted round time, samples/s and memory per device.
+/// Fills the plan's predicted round time, samples/s and memory per device;
+/// throws `planner_error` (from `validate`) for a malformed plan.
 void evaluate(plan& p, const model_profile& profile, const cluster& c);
 void evaluate(plan& p, const cost_tables& tables, const cluster& c);
 
