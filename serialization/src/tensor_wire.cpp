@@ -171,7 +171,7 @@ void write_tensor_record(wire_writer& w, const torch::Tensor& t) {
   w.write_bytes(c.data_ptr(), nbytes);
 }
 
-torch::Tensor read_tensor_record(wire_reader& r) {
+torch::Tensor read_tensor_record(wire_reader& r, torch::Tensor* into, bool must_end) {
   check_magic(r, tensor_magic, "tensor magic");
   check_version(r);
   auto dtype = dtype_from_code(r.read<std::uint8_t>("dtype code"));
@@ -197,6 +197,28 @@ torch::Tensor read_tensor_record(wire_reader& r) {
   // Checked before allocating: a forged shape cannot make us allocate more
   // than the sender actually sent.
   r.need(nbytes, "tensor payload");
+  if (must_end && r.remaining() != nbytes)
+    throw_trailing(r.remaining() - nbytes, r.offset() + nbytes);
+  if (dtype == torch::kBool) {
+    // Any byte other than 0/1 in a bool tensor is undefined behaviour in ATen.
+    auto p = r.peek(nbytes, "tensor payload");
+    for (std::size_t i = 0; i < nbytes; ++i)
+      if (static_cast<unsigned char>(p[i]) > 1)
+        throw wire_error("invalid bool value " + std::to_string(static_cast<unsigned char>(p[i]))
+                         + " at element " + std::to_string(i));
+  }
+  if (into) {
+    if (!into->defined() || into->scalar_type() != dtype || into->sizes() != at::IntArrayRef(dims))
+      throw wire_error("received " + shape_string(dims) + " " + c10::toString(dtype)
+                       + " but the destination is "
+                       + (into->defined() ? c10::str(into->sizes()) + " "
+                                              + c10::toString(into->scalar_type())
+                                          : std::string("undefined")));
+    if (into->is_contiguous() && into->device().is_cpu()) {
+      r.read_bytes(into->data_ptr(), nbytes, "tensor payload");
+      return *into;
+    }
+  }
   torch::Tensor t;
   try {
     t = torch::empty(dims, torch::TensorOptions().dtype(dtype));
@@ -204,13 +226,10 @@ torch::Tensor read_tensor_record(wire_reader& r) {
     throw wire_error("cannot allocate shape " + shape_string(dims) + ": " + e.what_without_backtrace());
   }
   r.read_bytes(t.data_ptr(), nbytes, "tensor payload");
-  if (dtype == torch::kBool) {
-    // Any byte other than 0/1 in a bool tensor is undefined behaviour in ATen.
-    const auto* p = static_cast<const unsigned char*>(t.data_ptr());
-    for (std::size_t i = 0; i < nbytes; ++i)
-      if (p[i] > 1)
-        throw wire_error("invalid bool value " + std::to_string(p[i]) + " at element "
-                         + std::to_string(i));
+  if (into) {
+    torch::NoGradGuard no_grad;
+    into->copy_(t);
+    return *into;
   }
   return t;
 }
@@ -282,6 +301,12 @@ torch::Tensor read_tensor(std::string_view bytes, std::size_t& offset) {
   auto t = detail::read_tensor_record(r);
   offset += r.consumed();
   return t;
+}
+
+void decode_tensor_into(std::string_view bytes, torch::Tensor& dst) {
+  detail::wire_reader r(bytes);
+  // must_end: trailing bytes are detected before anything is written to dst.
+  detail::read_tensor_record(r, &dst, /*must_end=*/true);
 }
 
 torch::Tensor decode_tensor(std::string_view bytes) {

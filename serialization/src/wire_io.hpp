@@ -53,6 +53,7 @@ public:
   }
   std::size_t remaining() const { return static_cast<std::size_t>(egptr() - gptr()); }
   std::size_t consumed() const { return static_cast<std::size_t>(gptr() - eback()); }
+  const char* next() const { return gptr(); }
 };
 
 /// Appends cereal binary values to a string.
@@ -98,6 +99,12 @@ public:
       throw wire_error("truncated: need " + std::to_string(n) + " bytes, have "
                        + std::to_string(remaining()) + " (" + what + " at offset "
                        + std::to_string(offset()) + ")");
+  }
+
+  /// Returns the next `n` bytes without consuming them.
+  std::string_view peek(std::size_t n, const char* what) const {
+    need(n, what);
+    return std::string_view(buf_.next(), n);
   }
 
   template <class T>

@@ -167,6 +167,33 @@ TEST_CASE("append and read walk several records in one buffer", "[tensor_wire]")
   CHECK(buf.compare(0, 6, "prefix") == 0);
 }
 
+TEST_CASE("decode_tensor_into writes into an existing tensor", "[tensor_wire]") {
+  auto src = torch::randn({3, 4});
+  auto bytes = encode_tensor(src);
+  auto dst = torch::zeros({3, 4});
+  auto* storage = dst.data_ptr();
+  decode_tensor_into(bytes, dst);
+  CHECK(dst.data_ptr() == storage);
+  CHECK(torch::equal(dst, src));
+
+  auto wide = torch::zeros({4, 3});
+  auto strided = wide.t(); // [3, 4], non-contiguous
+  decode_tensor_into(bytes, strided);
+  CHECK(torch::equal(wide.t(), src));
+
+  auto wrong = torch::zeros({4, 3});
+  CHECK_THROWS_WITH(decode_tensor_into(bytes, wrong),
+                    "received [3, 4] Float but the destination is [4, 3] Float");
+  CHECK(torch::equal(wrong, torch::zeros({4, 3})));
+  auto wrong_type = torch::zeros({3, 4}, torch::kFloat64);
+  CHECK_THROWS_WITH(decode_tensor_into(bytes, wrong_type),
+                    "received [3, 4] Float but the destination is [3, 4] Double");
+  auto other = encode_tensor(torch::ones({3, 4})) + "!";
+  CHECK_THROWS_WITH(decode_tensor_into(other, dst),
+                    "trailing garbage: 1 bytes after the record at offset 80");
+  CHECK(torch::equal(dst, src)); // untouched by the failed decode
+}
+
 TEST_CASE("named tensor lists round-trip in order", "[tensor_wire]") {
   named_tensors in{{"fc1.weight", torch::randn({4, 3})},
                    {"fc1.bias", torch::zeros({4}, torch::kFloat16)},

@@ -69,6 +69,14 @@ void append_tensor(std::string& out, const torch::Tensor& t);
 /// Decodes exactly one tensor; trailing bytes are an error.
 torch::Tensor decode_tensor(std::string_view bytes);
 
+/// Decodes exactly one tensor into an existing tensor of the same dtype and
+/// shape (any device, any strides), e.g. a parameter or gradient buffer.
+///
+/// Skips the allocation (and, for a fresh buffer, the page faults) that
+/// dominate decode_tensor() for large tensors. Throws wire_error naming both
+/// shapes on a mismatch; `dst` is untouched on any error.
+void decode_tensor_into(std::string_view bytes, torch::Tensor& dst);
+
 /// Decodes one tensor starting at `offset` and advances `offset` past it.
 ///
 /// Lets a receiver walk a buffer holding several records back to back.
