@@ -1,0 +1,16 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace asteroid::apps {
+
+// Each sub-command registers its options and its callback on the main app.
+void add_train_command(CLI::App& app);
+void add_models_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
+
+} // namespace asteroid::apps

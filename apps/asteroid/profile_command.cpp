@@ -1,0 +1,89 @@
+#include "commands.hpp"
+
+#include "asteroid/models/zoo.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/model_options_json.hpp"
+#include "asteroid/training/profiler.hpp"
+#include "profile_source.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace asteroid::apps {
+
+namespace {
+
+struct profile_args {
+  std::string model = "cnn";
+  std::string options_json;
+  std::string batch_sizes = "1,8,32";
+  training::profiler_options profiler;
+  std::string optimizer = "sgd";
+  std::string out;
+  int threads = 0;
+};
+
+} // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+    "profile", "Measure a zoo model layer by layer on this machine and write "
+               "a profile for the planner");
+  auto a = std::make_shared<profile_args>();
+  cmd->add_option("--model,-m", a->model, "Zoo model (see `asteroid models`)")
+    ->capture_default_str();
+  cmd->add_option("--model-options", a->options_json,
+                  "Model options as JSON, e.g. '{\"num_classes\":10,"
+                  "\"image_size\":32}'");
+  cmd->add_option("--batch-sizes", a->batch_sizes,
+                  "Micro-batch sizes to time each layer at")
+    ->capture_default_str();
+  cmd->add_option("--warmup", a->profiler.warmup, "Untimed runs per size")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  cmd->add_option("--repeats", a->profiler.repeats,
+                  "Timed runs per size (the median is kept)")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  cmd->add_option("--slowdown", a->profiler.slowdown,
+                  "Emulated slowdown: report times x this factor (recorded as "
+                  "emulated in the profile)")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  cmd->add_option("--device", a->profiler.device,
+                  "Device name or catalog type recorded in the profile")
+    ->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer,
+                  "Optimizer whose state size is recorded: sgd or adam")
+    ->check(CLI::IsMember({"sgd", "adam"}))
+    ->capture_default_str();
+  cmd->add_option("--threads", a->threads,
+                  "LibTorch intra-op threads (0: default)")
+    ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--out,-o", a->out, "Write the profile JSON here (default: "
+                                      "stdout)");
+  cmd->callback([a] {
+    if (a->threads > 0)
+      torch::set_num_threads(a->threads);
+    auto options = a->options_json.empty()
+                     ? models::model_options()
+                     : training::model_options_from_json(
+                       nlohmann::json::parse(a->options_json));
+    if (options.seed() < 0)
+      options.seed(0);
+    auto model = models::make_model(a->model, options);
+    a->profiler.batch_sizes = parse_batch_sizes(a->batch_sizes);
+    a->profiler.optimizer = training::parse_optimizer(a->optimizer);
+    auto profile = training::profile_model(model, a->model, a->profiler);
+    if (a->out.empty()) {
+      nlohmann::json j = profile;
+      std::cout << j.dump(2) << '\n';
+    } else {
+      planner::save_model_profile_file(profile, a->out);
+      std::fprintf(stderr, "wrote %s (%d layers)\n", a->out.c_str(),
+                   profile.num_layers());
+    }
+  });
+}
+
+} // namespace asteroid::apps

@@ -1,0 +1,68 @@
+#include "profile_source.hpp"
+
+#include "asteroid/models/zoo.hpp"
+#include "asteroid/planner/analytic_profiles.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace asteroid::apps {
+
+std::vector<int64_t> parse_batch_sizes(const std::string& text) {
+  std::vector<int64_t> sizes;
+  std::stringstream in{text};
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      auto v = std::stoll(item, &used);
+      if (used != item.size() || v <= 0)
+        throw std::invalid_argument(item);
+      sizes.push_back(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--batch-sizes: '" + item
+                                  + "' is not a positive integer");
+    }
+  }
+  if (sizes.empty() || !std::is_sorted(sizes.begin(), sizes.end()))
+    throw std::invalid_argument("--batch-sizes: expected ascending sizes "
+                                "like 1,8,32, got '" + text + "'");
+  return sizes;
+}
+
+void profile_source::add_options(CLI::App* cmd) {
+  cmd->add_option("--profile", profile_path,
+                  "Model profile JSON (from `asteroid profile`)")
+    ->check(CLI::ExistingFile);
+  cmd->add_option("--model,-m", model,
+                  "Model name: analytic estimates for mobilenetv2, "
+                  "efficientnet-b1, resnet50, bert-small; zoo models are "
+                  "measured here (implies --measure)");
+  cmd->add_flag("--measure", measure,
+                "Measure the zoo model on this machine instead of using "
+                "analytic estimates");
+  cmd->add_option("--batch-sizes", batch_sizes,
+                  "Micro-batch sizes to measure at (with --measure)")
+    ->capture_default_str();
+}
+
+planner::model_profile profile_source::resolve() const {
+  if (!profile_path.empty())
+    return planner::load_model_profile_file(profile_path);
+  if (model.empty())
+    throw std::invalid_argument("give --profile FILE or --model NAME");
+  auto analytic = planner::analytic_model_names();
+  bool is_analytic = std::find(analytic.begin(), analytic.end(), model)
+                     != analytic.end();
+  if (is_analytic && !measure)
+    return planner::analytic_profile(model);
+  auto m = models::make_model(model, models::model_options().seed(0));
+  training::profiler_options o;
+  o.batch_sizes = parse_batch_sizes(batch_sizes);
+  return training::profile_model(m, model, o);
+}
+
+} // namespace asteroid::apps

@@ -1,0 +1,31 @@
+#pragma once
+
+#include "asteroid/planner/model_profile.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace asteroid::apps {
+
+/// Where a planning command gets its model profile from: a profile file, the
+/// analytic estimates the planner ships for the paper's models, or a fresh
+/// measurement of a zoo model on this machine.
+struct profile_source {
+  std::string profile_path;
+  std::string model;
+  bool measure = false;
+  std::string batch_sizes = "1,8,32";
+
+  /// Adds --profile, --model, --measure and --batch-sizes to `cmd`.
+  void add_options(CLI::App* cmd);
+
+  /// Loads, looks up or measures the profile; throws naming what is missing.
+  planner::model_profile resolve() const;
+};
+
+/// Parses "1,8,32" into ascending positive sizes; throws naming the value.
+std::vector<int64_t> parse_batch_sizes(const std::string& text);
+
+} // namespace asteroid::apps

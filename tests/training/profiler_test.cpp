@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include "asteroid/models/zoo.hpp"
+#include "asteroid/training/memory_tracker.hpp"
+#include "asteroid/training/profiler.hpp"
+
+using namespace asteroid;
+
+TEST_CASE("the memory tracker sees LibTorch allocations", "[training][profiler]") {
+  training::memory_tracker m;
+  auto before = m.current_bytes();
+  m.reset_peak();
+  {
+    auto t = torch::empty({1024, 1024}); // 4 MiB
+    CHECK(m.current_bytes() - before >= 4 * 1024 * 1024);
+  }
+  CHECK(m.current_bytes() - before < 4 * 1024 * 1024);
+  CHECK(m.peak_bytes() - before >= 4 * 1024 * 1024);
+}
+
+TEST_CASE("profiling an MLP measures every layer", "[training][profiler]") {
+  auto model = models::make_model(
+    "mlp", models::model_options().hidden_sizes({256, 128}).seed(1));
+  training::profiler_options o;
+  o.batch_sizes = {1, 16};
+  o.repeats = 3;
+  auto p = training::profile_model(model, "mlp", o);
+  REQUIRE(p.num_layers() == model->size());
+  CHECK(p.model == "mlp");
+  CHECK(p.input_bytes_per_sample == 28 * 28 * 4);
+  int64_t params = 0;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    auto& l = p.layers[i];
+    CHECK(l.name == model->layer_name(i));
+    REQUIRE(l.batch_sizes == std::vector<int64_t>{1, 16});
+    for (size_t k = 0; k < 2; ++k) {
+      CHECK(l.forward_s[k] > 0);
+      CHECK(l.backward_s[k] > 0);
+    }
+    int64_t out = 4;
+    for (auto d : model->output_shape(i))
+      out *= d;
+    CHECK(l.output_bytes_per_sample == out);
+    CHECK(l.optimizer_state_bytes * 1 == l.param_bytes); // SGD: one buffer
+    params += l.param_bytes;
+  }
+  CHECK(params == model->parameter_count() * 4);
+}
+
+TEST_CASE("an emulated slowdown is recorded and scales times",
+          "[training][profiler]") {
+  auto model = models::make_model("mlp", models::model_options().seed(1));
+  training::profiler_options o;
+  o.batch_sizes = {8};
+  o.slowdown = 1000.0;
+  o.device = "nano";
+  auto p = training::profile_model(model, "mlp", o);
+  CHECK(p.device == "nano (emulated slowdown x1000)");
+  // No real layer this small takes 1 ms per forward pass, but 1000x does.
+  double total = 0;
+  for (auto& l : p.layers)
+    total += l.forward_s[0];
+  CHECK(total > 1e-3);
+}
+
+TEST_CASE("bad profiler options are named", "[training][profiler][errors]") {
+  auto model = models::make_model("mlp");
+  training::profiler_options o;
+  o.batch_sizes = {8, 4};
+  CHECK_THROWS_WITH(training::profile_model(model, "mlp", o),
+                    Catch::Contains("ascending"));
+  o.batch_sizes = {};
+  CHECK_THROWS_WITH(training::profile_model(model, "mlp", o),
+                    Catch::Contains("no batch sizes"));
+}

@@ -1,0 +1,116 @@
+// Resuming from a checkpoint must continue to exactly the weights of an
+// uninterrupted run with the same seed: data order, optimizer state and the
+// dropout RNG all come back.
+#include <catch2/catch.hpp>
+
+#include "asteroid/training/trainer.hpp"
+
+#include <filesystem>
+
+using namespace asteroid;
+
+namespace {
+
+training::trainer_options tiny_run(const std::string& model,
+                                   const std::string& dataset,
+                                   training::optimizer_kind opt) {
+  training::trainer_options o;
+  o.model = model;
+  o.dataset = dataset;
+  o.train_limit = 96;
+  o.test_limit = 32;
+  o.batch_size = 16; // 6 steps per epoch
+  o.epochs = 2;
+  o.optimizer.kind = opt;
+  o.optimizer.lr = opt == training::optimizer_kind::adam ? 1e-3 : 0.05;
+  o.seed = 7;
+  o.progress = 0;
+  o.evaluate = false;
+  o.model_options.hidden_sizes({32});
+  return o;
+}
+
+double max_abs_diff(training::trainer& a, training::trainer& b) {
+  auto sa = a.model()->range_state(0, -1);
+  auto sb = b.model()->range_state(0, -1);
+  REQUIRE(sa.size() == sb.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < sa.size(); ++i) {
+    REQUIRE(sa[i].first == sb[i].first);
+    auto d = (sa[i].second.to(torch::kDouble) - sb[i].second.to(torch::kDouble))
+               .abs();
+    if (d.numel() > 0)
+      worst = std::max(worst, d.max().item<double>());
+  }
+  return worst;
+}
+
+void check_resume(training::trainer_options o, int64_t stop_at) {
+  auto path = std::string{ASTEROID_TEST_TMP} + "/resume-" + o.model + "-"
+              + training::to_string(o.optimizer.kind) + ".ckpt";
+  std::filesystem::remove(path);
+
+  training::trainer full{o};
+  auto full_result = full.run();
+  REQUIRE(full_result.steps == 12);
+
+  auto first_half = o;
+  first_half.max_steps = stop_at;
+  first_half.checkpoint_path = path;
+  training::trainer a{first_half};
+  REQUIRE(a.run().steps == stop_at);
+
+  auto second_half = o;
+  second_half.resume_from = path;
+  training::trainer b{second_half};
+  REQUIRE(b.step() == stop_at);
+  auto r = b.run();
+  CHECK(r.steps == 12);
+  CHECK(max_abs_diff(full, b) == 0.0);
+}
+
+} // namespace
+
+TEST_CASE("resume mid-epoch with SGD momentum equals an uninterrupted run",
+          "[training][resume]") {
+  check_resume(tiny_run("mlp", "synthetic-images",
+                        training::optimizer_kind::sgd),
+               4);
+}
+
+TEST_CASE("resume at an epoch boundary with Adam equals an uninterrupted run",
+          "[training][resume]") {
+  check_resume(tiny_run("cnn", "synthetic-images",
+                        training::optimizer_kind::adam),
+               6);
+}
+
+TEST_CASE("resume restores the dropout RNG (BERT with dropout)",
+          "[training][resume]") {
+  auto o = tiny_run("bert_tiny", "synthetic-tokens",
+                    training::optimizer_kind::adam);
+  o.model_options.dropout(0.1);
+  check_resume(o, 5);
+}
+
+TEST_CASE("resume refuses a checkpoint of another run", "[training][resume]") {
+  auto o = tiny_run("mlp", "synthetic-images", training::optimizer_kind::sgd);
+  auto path = std::string{ASTEROID_TEST_TMP} + "/resume-mismatch.ckpt";
+  o.max_steps = 2;
+  o.checkpoint_path = path;
+  training::trainer{o}.run();
+
+  auto other_batch = o;
+  other_batch.checkpoint_path.clear();
+  other_batch.resume_from = path;
+  other_batch.batch_size = 8;
+  CHECK_THROWS_WITH(training::trainer{other_batch},
+                    Catch::Contains("'batch_size' was 16, now 8"));
+
+  auto other_model = other_batch;
+  other_model.batch_size = 16;
+  other_model.model = "cnn";
+  CHECK_THROWS_WITH(training::trainer{other_model},
+                    Catch::Contains("holds model 'mlp'")
+                      && Catch::Contains(path));
+}

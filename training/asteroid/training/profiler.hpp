@@ -1,0 +1,42 @@
+#pragma once
+
+#include "asteroid/models/sequential_model.hpp"
+#include "asteroid/planner/model_profile.hpp"
+#include "asteroid/training/trainer_options.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::training {
+
+/// How `profile_model` measures.
+struct profiler_options {
+  /// Micro-batch sizes to time each layer at (ascending).
+  std::vector<int64_t> batch_sizes{1, 8, 32};
+  /// Untimed runs before measuring, and timed runs (the median is kept).
+  int warmup = 2;
+  int repeats = 5;
+  /// Emulated slowdown: reported times are measured times × this factor, so
+  /// a fast core can stand in for a slower device. 1 = no emulation.
+  double slowdown = 1.0;
+  /// Optimizer whose state size is reported (SGD momentum: 1× the
+  /// parameters; Adam: 2×).
+  optimizer_kind optimizer = optimizer_kind::sgd;
+  /// Name recorded as the profile's device.
+  std::string device = "local";
+};
+
+/// Measures every layer of `model` on this process's CPU: forward and
+/// backward time at each batch size, output activation bytes, parameter and
+/// optimizer-state bytes, and peak working memory (LibTorch CPU allocator).
+///
+/// Each layer runs alone on random inputs of its declared shape (token ids
+/// for a model whose input dtype is int64), with `requires_grad` inputs for
+/// all but the first layer, as a pipeline stage would. The model is left in
+/// training mode with its gradients cleared.
+planner::model_profile profile_model(models::sequential_model& model,
+                                     const std::string& model_name,
+                                     const profiler_options& options = {});
+
+} // namespace asteroid::training

@@ -1,0 +1,40 @@
+#include "asteroid/training/metrics_sink.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <stdexcept>
+
+namespace asteroid::training {
+
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+metrics_sink::metrics_sink(const std::string& target) : start_(now_s()) {
+  if (target.empty())
+    return;
+  if (target == "-") {
+    out_ = &std::cout;
+    return;
+  }
+  file_ = std::make_unique<std::ofstream>(target, std::ios::trunc);
+  if (!*file_)
+    throw std::runtime_error("cannot open metrics file '" + target + "'");
+  out_ = file_.get();
+}
+
+void metrics_sink::emit(const std::string& event, nlohmann::json record) {
+  if (!out_)
+    return;
+  record["event"] = event;
+  record["time"] = now_s() - start_;
+  *out_ << record.dump() << '\n';
+  out_->flush();
+}
+
+} // namespace asteroid::training

@@ -1,0 +1,119 @@
+#include "asteroid/training/profiler.hpp"
+
+#include "asteroid/training/memory_tracker.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
+
+namespace asteroid::training {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  auto n = xs.size();
+  return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+torch::Tensor random_input(const models::sequential_model& model, int layer,
+                           int64_t batch) {
+  std::vector<int64_t> shape{batch};
+  auto per_sample = model->input_shape(layer);
+  shape.insert(shape.end(), per_sample.begin(), per_sample.end());
+  if (layer == 0 && model->input_dtype() == torch::kLong)
+    return torch::randint(0, 100, shape, torch::kLong); // valid token ids
+  auto x = torch::randn(shape);
+  if (layer > 0)
+    x.requires_grad_(true);
+  return x;
+}
+
+int64_t tensor_bytes(const std::vector<torch::Tensor>& ts) {
+  int64_t n = 0;
+  for (auto& t : ts)
+    n += t.numel() * static_cast<int64_t>(t.element_size());
+  return n;
+}
+
+} // namespace
+
+planner::model_profile profile_model(models::sequential_model& model,
+                                     const std::string& model_name,
+                                     const profiler_options& options) {
+  if (options.batch_sizes.empty())
+    throw std::invalid_argument("profiler: no batch sizes given");
+  if (!std::is_sorted(options.batch_sizes.begin(), options.batch_sizes.end())
+      || options.batch_sizes.front() <= 0)
+    throw std::invalid_argument("profiler: batch sizes must be positive and "
+                                "ascending");
+  if (options.repeats <= 0 || options.warmup < 0 || !(options.slowdown > 0))
+    throw std::invalid_argument("profiler: repeats must be positive, warm-up "
+                                "non-negative and slowdown positive");
+  memory_tracker memory;
+  planner::model_profile profile;
+  profile.model = model_name;
+  profile.device = options.device;
+  if (options.slowdown != 1.0) {
+    std::ostringstream os;
+    os << options.device << " (emulated slowdown x" << options.slowdown << ")";
+    profile.device = os.str();
+  }
+  {
+    auto x = random_input(model, 0, 1);
+    profile.input_bytes_per_sample = x.numel() * x.element_size();
+  }
+  model->train();
+  auto state_factor = options.optimizer == optimizer_kind::adam ? 2 : 1;
+  for (int i = 0; i < model->size(); ++i) {
+    planner::layer_profile lp;
+    lp.name = model->layer_name(i);
+    std::vector<torch::Tensor> buffers;
+    for (auto& b : model->layer_module(i)->buffers())
+      buffers.push_back(b);
+    auto params = model->range_parameters(i, i + 1);
+    lp.param_bytes = tensor_bytes(params) + tensor_bytes(buffers);
+    lp.optimizer_state_bytes = state_factor * tensor_bytes(params);
+    for (auto b : options.batch_sizes) {
+      std::vector<double> fwd, bwd;
+      int64_t peak_extra = 0;
+      for (int r = 0; r < options.warmup + options.repeats; ++r) {
+        auto x = random_input(model, i, b);
+        auto base = memory.current_bytes();
+        memory.reset_peak();
+        auto t0 = clock_type::now();
+        auto y = model->forward_range(x, i, i + 1);
+        auto tf = seconds_since(t0);
+        auto grad = torch::randn_like(y);
+        t0 = clock_type::now();
+        y.backward(grad);
+        auto tb = seconds_since(t0);
+        peak_extra = std::max(peak_extra, memory.peak_bytes() - base);
+        if (r >= options.warmup) {
+          fwd.push_back(tf * options.slowdown);
+          bwd.push_back(tb * options.slowdown);
+        }
+        if (r == 0 && b == options.batch_sizes.back())
+          lp.output_bytes_per_sample = y.numel() * y.element_size() / b;
+        for (auto& p : params)
+          p.mutable_grad() = torch::Tensor{};
+      }
+      lp.batch_sizes.push_back(b);
+      lp.forward_s.push_back(median(fwd));
+      lp.backward_s.push_back(median(bwd));
+      if (b == options.batch_sizes.back())
+        lp.working_bytes_per_sample = peak_extra / b;
+    }
+    profile.layers.push_back(std::move(lp));
+  }
+  return profile;
+}
+
+} // namespace asteroid::training
