@@ -5,9 +5,14 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/profiler.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace asteroid::apps {
 
@@ -33,6 +38,31 @@ std::vector<int64_t> parse_batch_sizes(const std::string& text) {
   return sizes;
 }
 
+namespace {
+
+std::filesystem::path cache_dir() {
+  if (auto* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::filesystem::path{xdg} / "asteroid" / "profiles";
+  if (auto* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path{home} / ".cache" / "asteroid" / "profiles";
+  return {};
+}
+
+// A profile is only valid for the machine and thread count it was taken on.
+std::string cache_key(const std::string& model, const std::string& sizes) {
+  char host[256] = "unknown-host";
+  gethostname(host, sizeof(host) - 1);
+  std::ostringstream key;
+  key << model << "_b" << sizes << "_t" << torch::get_num_threads() << "_"
+      << host << ".json";
+  auto name = key.str();
+  std::replace(name.begin(), name.end(), ',', '-');
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name;
+}
+
+} // namespace
+
 void profile_source::add_options(CLI::App* cmd) {
   cmd->add_option("--profile", profile_path,
                   "Model profile JSON (from `asteroid profile`)")
@@ -44,6 +74,8 @@ void profile_source::add_options(CLI::App* cmd) {
   cmd->add_flag("--measure", measure,
                 "Measure the zoo model on this machine instead of using "
                 "analytic estimates");
+  cmd->add_flag("--no-cache{false}", use_cache,
+                "Measure again even if a cached profile exists");
   cmd->add_option("--batch-sizes", batch_sizes,
                   "Micro-batch sizes to measure at (with --measure)")
     ->capture_default_str();
@@ -59,10 +91,25 @@ planner::model_profile profile_source::resolve() const {
                      != analytic.end();
   if (is_analytic && !measure)
     return planner::analytic_profile(model);
-  auto m = models::make_model(model, models::model_options().seed(0));
   training::profiler_options o;
   o.batch_sizes = parse_batch_sizes(batch_sizes);
-  return training::profile_model(m, model, o);
+  auto dir = cache_dir();
+  auto cached = dir.empty() ? dir : dir / cache_key(model, batch_sizes);
+  if (use_cache && !cached.empty() && std::filesystem::exists(cached)) {
+    spdlog::info("using cached profile {}", cached.string());
+    return planner::load_model_profile_file(cached.string());
+  }
+  auto m = models::make_model(model, models::model_options().seed(0));
+  auto profile = training::profile_model(m, model, o);
+  if (!cached.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (!ec) {
+      planner::save_model_profile_file(profile, cached.string());
+      spdlog::info("cached profile in {}", cached.string());
+    }
+  }
+  return profile;
 }
 
 } // namespace asteroid::apps

@@ -16,12 +16,17 @@ struct profile_source {
   std::string profile_path;
   std::string model;
   bool measure = false;
+  bool use_cache = true;
   std::string batch_sizes = "1,8,32";
 
-  /// Adds --profile, --model, --measure and --batch-sizes to `cmd`.
+  /// Adds --profile, --model, --measure, --no-cache and --batch-sizes.
   void add_options(CLI::App* cmd);
 
   /// Loads, looks up or measures the profile; throws naming what is missing.
+  ///
+  /// Measured profiles are cached per model, batch sizes, host and thread
+  /// count under $XDG_CACHE_HOME/asteroid/profiles (or ~/.cache/...), so
+  /// planning the same model again costs no measurement.
   planner::model_profile resolve() const;
 };
 
