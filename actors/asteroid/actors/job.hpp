@@ -1,0 +1,93 @@
+#pragma once
+/// \file
+/// Jobs: the supervisor side of the runtime. A job file names a model, a
+/// dataset, hyper-parameters, the nodes and a plan (or a planner); the
+/// supervisor connects to the nodes, deploys one replica per device per
+/// stage, feeds the data (this process is the *primary*: the data never
+/// leaves it except as the first stage's inputs and the last stage's labels),
+/// drives the iterations and collects metrics.
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/data/dataset.hpp"
+#include "asteroid/models/sequential_model.hpp"
+#include "asteroid/planner/plan.hpp"
+#include "asteroid/training/evaluate.hpp"
+#include "asteroid/training/trainer_options.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors {
+
+/// A training job (the `asteroid job --config` file; see docs/runtime.md).
+struct job_spec {
+  std::string model = "cnn";
+  nlohmann::json model_options = nlohmann::json::object();
+  std::string dataset = "fashion-mnist";
+  std::string data_dir;
+  int64_t train_limit = 0;       ///< use the first N training samples (0: all)
+  int64_t test_limit = 0;        ///< evaluate on the first N test samples
+  int64_t synthetic_count = 1024;///< size of a synthetic training set
+  int64_t batch_size = 64;
+  int micro_batches = 4;
+  training::optimizer_options optimizer;
+  int64_t epochs = 1;
+  int64_t max_steps = -1;        ///< stop after N steps (-1: all epochs)
+  uint64_t seed = 1;
+  std::vector<std::string> nodes;///< "host:port" of each device
+  std::optional<planner::plan> plan;
+  std::string planner;           ///< used when `plan` is empty ("asteroid")
+  std::string schedule = "1f1b";
+  int credit_window = 0;         ///< 0: number of stages + 1
+  std::string metrics_path;      ///< JSON lines ("-": stdout, empty: none)
+  std::string trace_path;        ///< Chrome trace of the first trace_steps
+  int64_t trace_steps = 5;
+  bool evaluate = true;
+  int progress = -1;             ///< progress line: -1 auto, 0 off, 1 on
+  int64_t connect_timeout_ms = 3000;
+  int64_t step_timeout_ms = 120000;
+};
+
+/// Parses a job (`where` leads every error message).
+job_spec parse_job(const nlohmann::json& j, const std::string& where);
+job_spec load_job_file(const std::string& path);
+
+/// What a job reports.
+struct job_result {
+  int64_t steps = 0;
+  double seconds = 0;
+  double samples_per_s = 0;
+  double last_loss = 0;
+  training::eval_result test;
+  planner::plan plan;
+  /// Weights after training, gathered from replica 0 of every stage.
+  models::sequential_model model{nullptr};
+  /// One record per iteration (what the metrics file gets).
+  std::vector<nlohmann::json> iterations;
+};
+
+/// Runs `job` on `devices` (handles from `connect` or `spawn_device`),
+/// starting from the weights of `model` and reading `train`. `test` may be
+/// null. Throws std::runtime_error naming the node, stage or layer at fault.
+job_result run_job(caf::actor_system& sys, const job_spec& job,
+                   const std::vector<caf::actor>& devices,
+                   models::sequential_model model,
+                   std::shared_ptr<data::dataset> train,
+                   std::shared_ptr<data::dataset> test);
+
+/// Checks that `p` fits a model of `model`'s layers; throws
+/// std::invalid_argument naming the stage and the layer.
+void check_plan_fits(const planner::plan& p,
+                     const models::sequential_model& model,
+                     const std::string& model_name, int num_devices);
+
+/// The whole `asteroid job --config FILE` path: loads data and model,
+/// connects to `job.nodes` (failing fast naming an unreachable one), runs.
+job_result run_job(const job_spec& job);
+job_result run_job_file(const std::string& path);
+
+} // namespace asteroid::actors

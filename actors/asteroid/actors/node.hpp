@@ -1,0 +1,81 @@
+#pragma once
+/// \file
+/// Devices: the actor a node process publishes, and the node process itself.
+#include "asteroid/actors/protocol.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace asteroid::actors {
+
+/// What a device offers; reported to the supervisor as JSON (`ast_caps`).
+struct device_options {
+  std::string name = "node";
+  int64_t memory_bytes = int64_t{4} << 30;
+  /// LibTorch intra-op threads of this process (0: leave LibTorch's default).
+  int threads = 1;
+  /// Emulated slowdown factor (>= 1): compute is padded to factor × measured.
+  double slowdown = 1.0;
+  /// "host:port" it is published at (empty for an in-process device).
+  std::string endpoint;
+};
+
+/// Spawns a device actor (detached, so it answers pings while it builds
+/// replicas). It never dies on a bad message: it logs and goes on.
+caf::actor spawn_device(caf::actor_system& sys, const device_options& opts);
+
+/// Options of `asteroid node`.
+struct node_options {
+  device_options device;
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  net_options net;
+};
+
+/// Runs a node process until SIGINT/SIGTERM: publishes a device actor at
+/// host:port and prints "asteroid node NAME listening on HOST:PORT" once it
+/// listens. Returns the process exit code; throws std::runtime_error when the
+/// port cannot be opened.
+int run_node(const node_options& opts);
+
+} // namespace asteroid::actors
+
+#include <vector>
+
+namespace asteroid::actors {
+
+/// Node processes on this machine (`asteroid cluster`, tests): each is
+/// `EXE node --listen 127.0.0.1:PORT ...` with stdout and stderr in
+/// `log_dir/NAME.log`. The destructor stops them (SIGTERM, then SIGKILL).
+class local_cluster {
+public:
+  struct options {
+    std::string exe;                 ///< the `asteroid` program
+    int nodes = 4;
+    uint16_t base_port = 47000;      ///< node i listens on base_port + i
+    std::vector<double> slowdowns;   ///< one per node, or one for all, or none
+    std::vector<int64_t> memory;     ///< bytes, same convention
+    int threads = 1;
+    std::string log_dir;             ///< empty: a fresh /tmp folder
+    std::chrono::milliseconds start_timeout{20000};
+  };
+  /// Starts the nodes and waits until each one listens; throws
+  /// std::runtime_error naming the node (and its log) that did not start.
+  explicit local_cluster(options opts);
+  ~local_cluster();
+  local_cluster(const local_cluster&) = delete;
+  local_cluster& operator=(const local_cluster&) = delete;
+  /// "127.0.0.1:PORT" of every node.
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+  const std::vector<int>& pids() const { return pids_; }
+  std::string log_path(int i) const;
+  /// Stops every node still running; idempotent.
+  void stop();
+
+private:
+  options opts_;
+  std::vector<int> pids_;
+  std::vector<std::string> endpoints_;
+};
+
+} // namespace asteroid::actors

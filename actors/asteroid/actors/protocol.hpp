@@ -1,0 +1,81 @@
+#pragma once
+/// \file
+/// Messages of the Asteroid runtime (CAF 0.17 atoms) and the configuration
+/// every actor system of a job needs.
+///
+/// Rule (docs/caf-0.17-notes.md): no `float`/`double` ever travels as a CAF
+/// message field. Tensors are `serialization::encode_tensor(s)` byte strings,
+/// reports and specs are JSON text; every other field is an integer, a string
+/// or an actor handle, so only built-in CAF types cross the wire and nothing
+/// needs registering.
+///
+/// | message (atom, fields...)                      | to      | reply            |
+/// |------------------------------------------------|---------|------------------|
+/// | `ast_caps`                                     | device  | string (JSON)    |
+/// | `ping_atom`                                    | device  | `pong_atom`      |
+/// | `ast_deploy, string spec_json, string weights` | device  | string err, actor|
+/// | `ast_link, string host, uint16 port`           | device  | string err       |
+/// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
+/// | `ast_load, int64 step, string named_tensors`   | replica | -                |
+/// | `ast_start, int64 step`                        | replica | -                |
+/// | `ast_act / ast_grad, int64 step, int32 mb, int32 from, string tensor` | replica | - |
+/// | `ast_ack, int32 kind, int32 from`              | replica | -                |
+/// | `ast_ar, int64 step, int32 k, string tensor`   | replica | -                |
+/// | `ast_state`                                    | replica | string named list|
+/// | `ast_done, int64 step, string report_json`     | supervisor | -             |
+/// | `ast_fail, string what`                        | supervisor | -             |
+/// | `ast_stop`                                     | replica | -                |
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace asteroid::actors {
+
+using caps_atom = caf::atom_constant<caf::atom("ast_caps")>;
+using deploy_atom = caf::atom_constant<caf::atom("ast_deploy")>;
+using link_atom = caf::atom_constant<caf::atom("ast_link")>;
+using peer_atom = caf::atom_constant<caf::atom("ast_peer")>;
+using load_atom = caf::atom_constant<caf::atom("ast_load")>;
+using start_atom = caf::atom_constant<caf::atom("ast_start")>;
+using act_atom = caf::atom_constant<caf::atom("ast_act")>;
+using grad_atom = caf::atom_constant<caf::atom("ast_grad")>;
+using ack_atom = caf::atom_constant<caf::atom("ast_ack")>;
+using ar_atom = caf::atom_constant<caf::atom("ast_ar")>;
+using state_atom = caf::atom_constant<caf::atom("ast_state")>;
+using done_atom = caf::atom_constant<caf::atom("ast_done")>;
+using fail_atom = caf::atom_constant<caf::atom("ast_fail")>;
+using stop_atom = caf::atom_constant<caf::atom("ast_stop")>;
+
+/// Roles of `ast_peer` messages.
+enum peer_role : int32_t {
+  peer_prev = 0,       ///< replica `index` of the previous stage
+  peer_next = 1,       ///< replica `index` of the next stage
+  peer_ring_next = 2,  ///< the replica this one sends to in the ring
+  peer_supervisor = 3, ///< where reports go (monitored: the replica quits
+                       ///< when it goes down)
+};
+
+/// Middleman settings shared by every process of a job.
+struct net_options {
+  /// BASP heartbeat period; off in CAF 0.17 by default, so we turn it on.
+  std::chrono::milliseconds heartbeat{500};
+  /// A connection silent this long is dropped; must exceed the time one
+  /// message takes to transfer (notes §1).
+  std::chrono::milliseconds connection_timeout{15000};
+};
+
+/// Loads the middleman and applies `net` to `cfg`.
+void configure(caf::actor_system_config& cfg, const net_options& net = {});
+
+/// `remote_actor` with a timeout (CAF 0.17's own blocks forever on a peer
+/// that accepts TCP but never answers the handshake). Throws
+/// std::runtime_error naming `host:port` on failure or timeout.
+caf::actor connect(caf::actor_system& sys, const std::string& host,
+                   uint16_t port, std::chrono::milliseconds timeout);
+
+/// Splits "host:port"; throws std::invalid_argument naming the text.
+std::pair<std::string, uint16_t> parse_endpoint(const std::string& text);
+
+} // namespace asteroid::actors

@@ -1,0 +1,328 @@
+#include "asteroid/actors/node.hpp"
+
+#include "asteroid/actors/replica.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace asteroid::actors {
+
+void configure(caf::actor_system_config& cfg, const net_options& net) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
+  cfg.set("middleman.connection-timeout",
+          caf::timespan{net.connection_timeout});
+}
+
+std::pair<std::string, uint16_t> parse_endpoint(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw std::invalid_argument("endpoint '" + text
+                                + "': expected HOST:PORT");
+  auto port_text = text.substr(colon + 1);
+  long port = -1;
+  try {
+    size_t used = 0;
+    port = std::stol(port_text, &used);
+    if (used != port_text.size())
+      port = -1;
+  } catch (const std::exception&) {
+  }
+  if (port <= 0 || port > 65535)
+    throw std::invalid_argument("endpoint '" + text + "': bad port '"
+                                + port_text + "'");
+  return {text.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+caf::actor connect(caf::actor_system& sys, const std::string& host,
+                   uint16_t port, std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  caf::actor result;
+  std::string error;
+  self
+    ->request(sys.middleman().actor_handle(), timeout,
+              caf::connect_atom::value, host, port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& p,
+          const std::set<std::string>&) {
+        if (p)
+          result = caf::actor_cast<caf::actor>(std::move(p));
+        else
+          error = "no actor published there";
+      },
+      [&](caf::error& e) {
+        error = e == caf::sec::request_timeout
+                  ? "no answer within " + std::to_string(timeout.count())
+                      + " ms"
+                  : sys.render(e);
+      });
+  if (!result)
+    throw std::runtime_error("cannot connect to node " + host + ":"
+                             + std::to_string(port) + ": " + error);
+  return result;
+}
+
+namespace {
+
+struct device_state {
+  device_options opts;
+  std::vector<caf::actor> replicas;
+};
+
+caf::behavior device_fun(caf::stateful_actor<device_state>* self,
+                         device_options opts) {
+  self->state.opts = opts;
+  self->set_default_handler(
+    [](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      spdlog::error("device: ignored unexpected message {}",
+                    caf::to_string(x.content()));
+      return caf::sec::unexpected_message;
+    });
+  return {
+    [=](caps_atom) -> std::string {
+      const auto& o = self->state.opts;
+      return nlohmann::json{{"name", o.name},
+                            {"memory_bytes", o.memory_bytes},
+                            {"threads", o.threads},
+                            {"slowdown", o.slowdown},
+                            {"slowdown_emulated", o.slowdown != 1.0},
+                            {"endpoint", o.endpoint},
+                            {"replicas", self->state.replicas.size()}}
+        .dump();
+    },
+    [=](caf::ping_atom) { return caf::pong_atom::value; },
+    [=](deploy_atom, const std::string& spec_json, const std::string& weights)
+      -> std::tuple<std::string, caf::actor> {
+      try {
+        auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
+        spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
+        auto r = spawn_replica(self->system(), spec, weights);
+        self->state.replicas.push_back(r);
+        spdlog::info("{}: deployed {} (layers [{}, {}), share {})",
+                     self->state.opts.name, spec.label, spec.first_layer,
+                     spec.end_layer, spec.shares[spec.replica]);
+        return {std::string{}, r};
+      } catch (const std::exception& e) {
+        spdlog::error("{}: deploy failed: {}", self->state.opts.name,
+                      e.what());
+        return {std::string("deploy on ") + self->state.opts.name + ": "
+                  + e.what(),
+                caf::actor{}};
+      }
+    },
+    [=](link_atom, const std::string& host, uint16_t port) -> std::string {
+      try {
+        connect(self->system(), host, port, std::chrono::seconds(5));
+        return {};
+      } catch (const std::exception& e) {
+        spdlog::error("{}: {}", self->state.opts.name, e.what());
+        return e.what();
+      }
+    },
+    [=](stop_atom) {
+      for (auto& r : self->state.replicas)
+        self->send(r, stop_atom::value);
+      self->state.replicas.clear();
+    },
+  };
+}
+
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_signal(int sig) { stop_signal = sig; }
+
+} // namespace
+
+caf::actor spawn_device(caf::actor_system& sys, const device_options& opts) {
+  return sys.spawn<caf::detached>(device_fun, opts);
+}
+
+int run_node(const node_options& opts) {
+  if (opts.device.slowdown < 1.0)
+    throw std::invalid_argument("node: --slowdown must be >= 1, got "
+                                + std::to_string(opts.device.slowdown));
+  if (opts.device.threads > 0)
+    torch::set_num_threads(opts.device.threads);
+  caf::actor_system_config cfg;
+  configure(cfg, opts.net);
+  caf::actor_system sys{cfg};
+  auto dev_opts = opts.device;
+  auto device = spawn_device(sys, dev_opts);
+  auto port = sys.middleman().publish(device, opts.port, opts.host.c_str(),
+                                      true);
+  if (!port) {
+    caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
+    throw std::runtime_error("node " + opts.device.name + ": cannot listen on "
+                             + opts.host + ":" + std::to_string(opts.port)
+                             + ": " + sys.render(port.error()));
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::printf("asteroid node %s listening on %s:%u (memory %lld B, %d "
+              "threads, slowdown %.2f%s)\n",
+              opts.device.name.c_str(), opts.host.c_str(),
+              static_cast<unsigned>(*port),
+              static_cast<long long>(opts.device.memory_bytes),
+              opts.device.threads, opts.device.slowdown,
+              opts.device.slowdown != 1.0 ? " emulated" : "");
+  std::fflush(stdout);
+  while (stop_signal == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("node {}: signal {}, stopping", opts.device.name,
+               stop_signal.load());
+  caf::anon_send(device, stop_atom::value);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
+  sys.middleman().unpublish(device, *port);
+  // Replicas quit on stop; do not wait forever for one stuck in compute.
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
+} // namespace asteroid::actors
+
+// -- local clusters ---------------------------------------------------------------
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace asteroid::actors {
+
+namespace {
+
+template <class T>
+T pick(const std::vector<T>& v, int i, T fallback) {
+  if (v.empty())
+    return fallback;
+  return v.size() == 1 ? v[0] : v.at(static_cast<size_t>(i));
+}
+
+} // namespace
+
+std::string local_cluster::log_path(int i) const {
+  return opts_.log_dir + "/node" + std::to_string(i) + ".log";
+}
+
+local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
+  if (opts_.nodes < 1)
+    throw std::invalid_argument("cluster: need at least one node");
+  for (auto* v : {&opts_.slowdowns})
+    if (v->size() > 1 && static_cast<int>(v->size()) != opts_.nodes)
+      throw std::invalid_argument("cluster: give one slowdown per node ("
+                                  + std::to_string(opts_.nodes) + ")");
+  if (opts_.memory.size() > 1
+      && static_cast<int>(opts_.memory.size()) != opts_.nodes)
+    throw std::invalid_argument("cluster: give one memory budget per node");
+  if (opts_.log_dir.empty()) {
+    char tmpl[] = "/tmp/asteroid-cluster-XXXXXX";
+    if (!mkdtemp(tmpl))
+      throw std::runtime_error("cluster: cannot create a log folder");
+    opts_.log_dir = tmpl;
+  } else {
+    ::mkdir(opts_.log_dir.c_str(), 0755);
+  }
+  for (int i = 0; i < opts_.nodes; ++i) {
+    auto port = static_cast<uint16_t>(opts_.base_port + i);
+    std::vector<std::string> args{
+      opts_.exe,
+      "node",
+      "--listen",
+      "127.0.0.1:" + std::to_string(port),
+      "--name",
+      "node" + std::to_string(i),
+      "--memory",
+      std::to_string(pick(opts_.memory, i, int64_t{4} << 30)),
+      "--threads",
+      std::to_string(opts_.threads),
+      "--slowdown",
+      std::to_string(pick(opts_.slowdowns, i, 1.0))};
+    auto log = log_path(i);
+    auto pid = ::fork();
+    if (pid < 0) {
+      stop();
+      throw std::runtime_error("cluster: fork failed");
+    }
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::setpgid(0, 0); // a Ctrl-C on the terminal goes to the parent only
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      std::_Exit(127);
+    }
+    pids_.push_back(pid);
+    endpoints_.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  // Wait until each node says it listens.
+  auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
+  for (int i = 0; i < opts_.nodes; ++i) {
+    for (;;) {
+      std::ifstream in{log_path(i)};
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().find("listening on") != std::string::npos)
+        break;
+      int status = 0;
+      if (::waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        pids_[i] = -1;
+        stop();
+        throw std::runtime_error("cluster: node" + std::to_string(i)
+                                 + " exited at start; see " + log_path(i)
+                                 + ":\n" + text.str());
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        stop();
+        throw std::runtime_error("cluster: node" + std::to_string(i)
+                                 + " did not start in time; see "
+                                 + log_path(i));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+void local_cluster::stop() {
+  for (auto pid : pids_)
+    if (pid > 0)
+      ::kill(pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (auto& pid : pids_) {
+    if (pid <= 0)
+      continue;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid = -1;
+  }
+}
+
+local_cluster::~local_cluster() { stop(); }
+
+} // namespace asteroid::actors

@@ -1,0 +1,134 @@
+// `asteroid node` (one device) and `asteroid cluster` (N local devices).
+#include "commands.hpp"
+
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node.hpp"
+#include "asteroid/planner/json_io.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace asteroid::apps {
+
+namespace {
+
+std::atomic<int> cluster_signal{0};
+extern "C" void on_cluster_signal(int sig) { cluster_signal = sig; }
+
+template <class T>
+std::vector<T> parse_list(const std::string& text, const char* what,
+                          T (*conv)(const std::string&)) {
+  std::vector<T> out;
+  std::stringstream in{text};
+  std::string item;
+  while (std::getline(in, item, ','))
+    try {
+      out.push_back(conv(item));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string(what) + ": bad item '" + item
+                                  + "': " + e.what());
+    }
+  return out;
+}
+
+double to_double(const std::string& s) { return std::stod(s); }
+int64_t to_memory(const std::string& s) {
+  return planner::parse_memory_size(nlohmann::json(s), "--memory");
+}
+
+} // namespace
+
+void add_node_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+    "node", "Run one device: publish a device actor and host stage replicas");
+  auto o = std::make_shared<actors::node_options>();
+  auto listen = std::make_shared<std::string>("127.0.0.1:4200");
+  auto memory = std::make_shared<std::string>("4GiB");
+  cmd->add_option("--listen", *listen, "HOST:PORT to publish the device at")
+    ->capture_default_str();
+  cmd->add_option("--name", o->device.name, "Device name")->capture_default_str();
+  cmd->add_option("--memory", *memory, "Memory budget (e.g. 4GiB)")
+    ->capture_default_str();
+  cmd->add_option("--threads", o->device.threads, "LibTorch threads")
+    ->capture_default_str();
+  cmd->add_option("--slowdown", o->device.slowdown,
+                  "Emulated slowdown factor (compute padded to F x measured)")
+    ->capture_default_str();
+  cmd->callback([=] {
+    auto [host, port] = actors::parse_endpoint(*listen);
+    o->host = host;
+    o->port = port;
+    o->device.endpoint = *listen;
+    o->device.memory_bytes = to_memory(*memory);
+    std::exit(actors::run_node(*o));
+  });
+}
+
+void add_cluster_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+    "cluster", "Start N local node processes on loopback (Ctrl-C stops "
+               "them), optionally run a job on them");
+  auto o = std::make_shared<actors::local_cluster::options>();
+  auto slowdown = std::make_shared<std::string>();
+  auto memory = std::make_shared<std::string>();
+  auto job = std::make_shared<std::string>();
+  auto base_port = std::make_shared<int>(47000);
+  cmd->add_option("--nodes,-n", o->nodes, "Number of nodes")
+    ->capture_default_str();
+  cmd->add_option("--base-port", *base_port, "Node i listens on PORT+i")
+    ->capture_default_str();
+  cmd->add_option("--slowdown", *slowdown,
+                  "Emulated slowdowns, one for all or one per node: 1,1,2,2");
+  cmd->add_option("--memory", *memory,
+                  "Memory budgets, one for all or one per node: 2GiB,1GiB");
+  cmd->add_option("--threads", o->threads, "LibTorch threads per node")
+    ->capture_default_str();
+  cmd->add_option("--log-dir", o->log_dir, "Folder for the nodes' logs");
+  cmd->add_option("--job", *job,
+                  "Run this job file on the nodes (its 'nodes' are replaced), "
+                  "then stop them");
+  cmd->callback([=] {
+    o->exe = "/proc/self/exe";
+    char buf[4096];
+    auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0)
+      o->exe.assign(buf, static_cast<size_t>(n));
+    o->base_port = static_cast<uint16_t>(*base_port);
+    if (!slowdown->empty())
+      o->slowdowns = parse_list<double>(*slowdown, "--slowdown", &to_double);
+    if (!memory->empty())
+      o->memory = parse_list<int64_t>(*memory, "--memory", &to_memory);
+    std::signal(SIGINT, on_cluster_signal);
+    std::signal(SIGTERM, on_cluster_signal);
+    actors::local_cluster cluster{*o};
+    for (size_t i = 0; i < cluster.endpoints().size(); ++i)
+      std::printf("node%zu: %s (pid %d, log %s)\n", i,
+                  cluster.endpoints()[i].c_str(), cluster.pids()[i],
+                  cluster.log_path(static_cast<int>(i)).c_str());
+    std::fflush(stdout);
+    if (!job->empty()) {
+      auto spec = actors::load_job_file(*job);
+      spec.nodes = cluster.endpoints();
+      if (spec.progress < 0)
+        spec.progress = 1;
+      auto r = actors::run_job(spec);
+      std::printf("job done: %lld steps in %.1f s, %.1f samples/s, loss "
+                  "%.4f, test accuracy %.2f%%\n",
+                  static_cast<long long>(r.steps), r.seconds, r.samples_per_s,
+                  r.last_loss, r.test.accuracy * 100);
+      return;
+    }
+    std::printf("cluster running; Ctrl-C stops it\n");
+    std::fflush(stdout);
+    while (cluster_signal == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::printf("stopping %d nodes\n", o->nodes);
+  });
+}
+
+} // namespace asteroid::apps

@@ -1,0 +1,370 @@
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/data/make_dataset.hpp"
+#include "asteroid/data/sampler.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+#include "asteroid/training/model_options_json.hpp"
+#include "asteroid/training/optimizer.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+using namespace asteroid;
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<data::dataset> synthetic(int64_t count) {
+  data::dataset_options o;
+  o.count = count;
+  o.shape = {1, 28, 28};
+  o.num_classes = 10;
+  o.seed = 7;
+  return data::make_dataset("synthetic-images", o);
+}
+
+models::sequential_model fresh_model(const std::string& name, uint64_t seed) {
+  torch::manual_seed(seed);
+  return actors::build_model(name, json::object());
+}
+
+/// Single-device training on the same data order. `accumulate` > 1 runs each
+/// mini-batch as that many micro-batches with summed gradients (what the
+/// pipeline does, which only matters for BatchNorm).
+models::sequential_model reference(const actors::job_spec& job,
+                                   const data::dataset& train,
+                                   int accumulate = 1) {
+  auto model = fresh_model(job.model, job.seed);
+  model->train();
+  auto opt = training::make_optimizer(job.optimizer, model->parameters());
+  data::sampler order{train.size(), job.seed};
+  int64_t step = 0;
+  for (int64_t epoch = 0; step < job.max_steps; ++epoch)
+    for (auto& idx : order.batches(epoch, job.batch_size, true)) {
+      if (step++ >= job.max_steps)
+        break;
+      auto b = train.get_batch(idx);
+      opt->zero_grad();
+      auto mbs = job.batch_size / accumulate;
+      for (int m = 0; m < accumulate; ++m) {
+        auto out = model->forward(b.inputs.slice(0, m * mbs, (m + 1) * mbs));
+        auto loss = torch::nn::functional::cross_entropy(
+                      out, b.targets.slice(0, m * mbs, (m + 1) * mbs),
+                      torch::nn::functional::CrossEntropyFuncOptions()
+                        .reduction(torch::kSum))
+                    / static_cast<double>(job.batch_size);
+        loss.backward();
+      }
+      opt->step();
+    }
+  return model;
+}
+
+double max_abs_diff(const models::sequential_model& a,
+                    const models::sequential_model& b) {
+  auto sa = a->range_state(0), sb = b->range_state(0);
+  REQUIRE(sa.size() == sb.size());
+  double worst = 0;
+  for (size_t i = 0; i < sa.size(); ++i) {
+    REQUIRE(sa[i].first == sb[i].first);
+    worst = std::max(worst, (sa[i].second.to(torch::kDouble)
+                             - sb[i].second.to(torch::kDouble))
+                              .abs()
+                              .max()
+                              .item<double>());
+  }
+  return worst;
+}
+
+planner::plan make_plan(int64_t batch, int micro,
+                        std::vector<planner::stage_plan> stages) {
+  planner::plan p;
+  p.planner = "test";
+  p.batch_size = batch;
+  p.micro_batches = micro;
+  p.stages = std::move(stages);
+  return p;
+}
+
+actors::job_spec base_job(const std::string& model, planner::plan p) {
+  actors::job_spec job;
+  job.model = model;
+  job.batch_size = p.batch_size;
+  job.micro_batches = p.micro_batches;
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.max_steps = 20;
+  job.seed = 3;
+  job.plan = p;
+  job.evaluate = false;
+  job.progress = 0;
+  job.step_timeout_ms = 30000;
+  return job;
+}
+
+struct in_process {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<caf::actor> devices;
+  explicit in_process(int n) {
+    actors::configure(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    for (int i = 0; i < n; ++i) {
+      actors::device_options o;
+      o.name = "dev" + std::to_string(i);
+      devices.push_back(actors::spawn_device(*sys, o));
+    }
+  }
+  ~in_process() {
+    for (auto& d : devices) {
+      caf::anon_send(d, actors::stop_atom::value);
+      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    }
+  }
+};
+
+actors::job_result run_in_process(const actors::job_spec& job, int devices,
+                                  std::shared_ptr<data::dataset> train) {
+  in_process env{devices};
+  return actors::run_job(*env.sys, job, env.devices,
+                         fresh_model(job.model, job.seed), train, nullptr);
+}
+
+actors::local_cluster::options cluster_options(int nodes, uint16_t port) {
+  actors::local_cluster::options o;
+  o.exe = ASTEROID_CLI_PATH;
+  if (o.exe.empty())
+    FAIL("the asteroid program (target asteroid_cli) is not part of this build");
+  o.nodes = nodes;
+  o.base_port = port;
+  o.log_dir = std::string(ASTEROID_TEST_TMP) + "/actors-" + std::to_string(port);
+  return o;
+}
+
+actors::job_result run_on_cluster(actors::job_spec job,
+                                  const actors::local_cluster& cluster,
+                                  std::shared_ptr<data::dataset> train) {
+  job.nodes = cluster.endpoints();
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> devices;
+  for (auto& n : job.nodes) {
+    auto [host, port] = actors::parse_endpoint(n);
+    devices.push_back(
+      actors::connect(sys, host, port, std::chrono::milliseconds(3000)));
+  }
+  return actors::run_job(sys, job, devices, fresh_model(job.model, job.seed),
+                         train, nullptr);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+} // namespace
+
+TEST_CASE("in-process HPP matches single-device training (mlp, unequal "
+          "shares in both groups, 1F1B)") {
+  auto train = synthetic(16 * 20);
+  // mlp: fc1, fc2, classifier. Stage 0 on devices 0,1 (3+5), stage 1 on 2,3
+  // (6+2): replica 0 of stage 1 gets rows from both stage-0 replicas.
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2, 3}, {6, 2}}}));
+  auto r = run_in_process(job, 4, train);
+  CHECK(r.steps == 20);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  // Metrics: every link that carries rows is accounted for.
+  const auto& links = r.iterations.back()["link_bytes"];
+  for (auto key : {"s0r0->s1r0", "s0r1->s1r0", "s0r1->s1r1", "s1r0->s0r0",
+                   "s1r0->s0r1", "s1r1->s0r1", "ar s0r0->s0r1"})
+    CHECK(links.contains(key));
+  CHECK_FALSE(links.contains("s0r0->s1r1")); // rows 0-2 all go to s1r0
+}
+
+TEST_CASE("in-process HPP: GPipe, 3 stages, credit window 1") {
+  auto train = synthetic(12 * 20);
+  auto job = base_job("mlp", make_plan(12, 3, {{0, 1, {0}, {4}},
+                                               {1, 2, {1, 2}, {1, 3}},
+                                               {2, 3, {3}, {4}}}));
+  job.schedule = "gpipe";
+  job.credit_window = 1;
+  auto r = run_in_process(job, 4, train);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  for (auto& rep : r.iterations.back()["replicas"])
+    CHECK(rep["max_unacked"].get<int>() <= 1);
+}
+
+TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
+  auto train = synthetic(8 * 20);
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {4, 0}},
+                                              {1, 3, {2}, {4}}}));
+  job.optimizer.kind = training::optimizer_kind::adam;
+  job.optimizer.lr = 1e-3;
+  auto r = run_in_process(job, 3, train);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+}
+
+TEST_CASE("BatchNorm: statistics per micro-batch share (GPipe semantics)") {
+  // cnn_bn: conv1 (BN), conv2 (BN), fc1, classifier. One replica per stage,
+  // so each BatchNorm sees exactly one micro-batch: the run equals
+  // single-device training with gradients accumulated over the micro-batches
+  // (running statistics included), and differs from full-batch statistics.
+  auto train = synthetic(8 * 20);
+  auto job = base_job("cnn_bn", make_plan(8, 2, {{0, 2, {0}, {4}},
+                                                 {2, 4, {1}, {4}}}));
+  job.max_steps = 5;
+  auto r = run_in_process(job, 2, train);
+  auto per_micro = max_abs_diff(r.model, reference(job, *train, 2));
+  auto full_batch = max_abs_diff(r.model, reference(job, *train, 1));
+  INFO("per micro-batch " << per_micro << ", full batch " << full_batch);
+  CHECK(per_micro < 1e-4);
+  CHECK(full_batch > 1e-3);
+}
+
+TEST_CASE("a plan that does not fit the model fails naming the layer") {
+  auto model = fresh_model("mlp", 1);
+  auto too_long = make_plan(8, 1, {{0, 2, {0}, {8}}, {2, 5, {1}, {8}}});
+  CHECK_THROWS_WITH(actors::check_plan_fits(too_long, model, "mlp", 2),
+                    Catch::Contains("layer 3 does not exist")
+                      && Catch::Contains("'classifier'"));
+  auto gap = make_plan(8, 1, {{0, 1, {0}, {8}}, {2, 3, {1}, {8}}});
+  CHECK_THROWS_WITH(actors::check_plan_fits(gap, model, "mlp", 2),
+                    Catch::Contains("'fc2' (1)")
+                      && Catch::Contains("no stage covers"));
+  auto short_plan = make_plan(8, 1, {{0, 2, {0}, {8}}});
+  CHECK_THROWS_WITH(actors::check_plan_fits(short_plan, model, "mlp", 1),
+                    Catch::Contains("'classifier' (2)"));
+  // And through a job: nothing is deployed.
+  auto train = synthetic(64);
+  auto job = base_job("mlp", too_long);
+  CHECK_THROWS_WITH(run_in_process(job, 2, train),
+                    Catch::Contains("'classifier'"));
+}
+
+TEST_CASE("an unreachable node fails fast, naming it") {
+  actors::job_spec job = base_job("mlp", make_plan(8, 1, {{0, 3, {0}, {8}}}));
+  job.nodes = {"127.0.0.1:47398"}; // nothing listens there
+  job.dataset = "synthetic-images";
+  job.connect_timeout_ms = 2000;
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(actors::run_job(job), Catch::Contains("127.0.0.1:47398"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK_THROWS_WITH(actors::parse_endpoint("localhost"),
+                    Catch::Contains("'localhost'"));
+}
+
+TEST_CASE("multi-process equivalence: mlp over 4 node processes") {
+  actors::local_cluster cluster{cluster_options(4, 47310)};
+  auto train = synthetic(16 * 20);
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2, 3}, {6, 2}}}));
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == 20);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  std::printf("[equivalence mlp 4 processes] max abs diff %.3g, %.1f "
+              "samples/s, link bytes/iteration %s\n",
+              diff, r.samples_per_s,
+              r.iterations.back()["link_bytes"].dump().c_str());
+}
+
+TEST_CASE("multi-process equivalence: cnn over 3 node processes") {
+  actors::local_cluster cluster{cluster_options(3, 47320)};
+  auto train = synthetic(16 * 20);
+  // cnn: conv1, conv2, fc1, classifier; stage 1 on two nodes, 5 + 3 rows.
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                              {2, 4, {1, 2}, {5, 3}}}));
+  job.optimizer.lr = 0.02;
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == 20);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  std::printf("[equivalence cnn 3 processes] max abs diff %.3g\n", diff);
+}
+
+TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
+  actors::local_cluster cluster{cluster_options(1, 47330)};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto dev = actors::connect(sys, "127.0.0.1", 47330,
+                             std::chrono::milliseconds(3000));
+  caf::scoped_actor self{sys};
+  auto timeout = std::chrono::seconds(5);
+  auto pong = [&] {
+    bool ok = false;
+    self->request(dev, timeout, caf::ping_atom::value)
+      .receive([&](caf::pong_atom) { ok = true; }, [&](caf::error&) {});
+    return ok;
+  };
+  REQUIRE(pong());
+  // Malformed deploy: not JSON, JSON without fields, bad weights.
+  auto deploy = [&](const std::string& spec, const std::string& weights) {
+    std::string err = "no reply";
+    self->request(dev, timeout, actors::deploy_atom::value, spec, weights)
+      .receive([&](std::string& e, caf::actor&) { err = e; },
+               [&](caf::error& e) { err = sys.render(e); });
+    return err;
+  };
+  CHECK_THAT(deploy("{not json", ""), Catch::Contains("deploy on node0"));
+  CHECK_THAT(deploy("{}", ""), Catch::Contains("replica spec"));
+  actors::replica_spec spec;
+  spec.model = "mlp";
+  spec.model_options = json::object();
+  spec.first_layer = 0;
+  spec.end_layer = 3;
+  spec.batch_size = 8;
+  spec.shares = {8};
+  CHECK_THAT(deploy(actors::to_json(spec).dump(), "garbage"),
+             Catch::Contains("deploy on node0"));
+  CHECK(pong());
+  // An unexpected message gets an error reply, not a crash.
+  bool got_error = false;
+  self->request(dev, timeout, std::string("hello"), 42)
+    .receive([&](caf::message&) {}, [&](caf::error&) { got_error = true; });
+  CHECK(got_error);
+  CHECK(pong());
+  // A valid replica survives garbage tensors and bad indices.
+  auto model = fresh_model("mlp", 1);
+  auto weights = serialization::encode_tensors(model->range_state(0, 3));
+  caf::actor replica;
+  self->request(dev, timeout, actors::deploy_atom::value,
+                actors::to_json(spec).dump(), weights)
+    .receive([&](std::string& e, caf::actor& a) {
+      CHECK(e.empty());
+      replica = a;
+    }, [&](caf::error&) {});
+  REQUIRE(replica);
+  self->send(replica, actors::act_atom::value, int64_t{0}, int32_t{0},
+             int32_t{0}, std::string("not a tensor"));
+  self->send(replica, actors::ar_atom::value, int64_t{0}, int32_t{0},
+             std::string("ASTT garbage"));
+  self->send(replica, actors::ack_atom::value, int32_t{5}, int32_t{-1});
+  self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
+             replica);
+  std::string state;
+  self->request(replica, timeout, actors::state_atom::value)
+    .receive([&](std::string& s) { state = s; }, [&](caf::error&) {});
+  CHECK(serialization::decode_tensors(state).size() == 6);
+  CHECK(pong());
+  auto log = slurp(cluster.log_path(0));
+  CHECK_THAT(log, Catch::Contains("deploy failed"));
+  CHECK_THAT(log, Catch::Contains("unexpected message"));
+  CHECK_THAT(log, Catch::Contains("dropped"));
+}
