@@ -12,5 +12,10 @@ void add_models_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
+void add_node_command(CLI::App& app);
+void add_cluster_command(CLI::App& app);
+void add_job_command(CLI::App& app);
+/// Runs a hybrid-pipeline job file (asteroid job --config; train --config).
+int run_job_file(const std::string& path);
 
 } // namespace asteroid::apps

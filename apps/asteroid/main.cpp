@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   asteroid::apps::add_profile_command(app);
   asteroid::apps::add_plan_command(app);
   asteroid::apps::add_schedule_command(app);
+  asteroid::apps::add_node_command(app);
+  asteroid::apps::add_cluster_command(app);
+  asteroid::apps::add_job_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
