@@ -12,6 +12,8 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <atomic>
+#include <thread>
 
 using namespace asteroid;
 using nlohmann::json;
@@ -367,4 +369,61 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   CHECK_THAT(log, Catch::Contains("deploy failed"));
   CHECK_THAT(log, Catch::Contains("unexpected message"));
   CHECK_THAT(log, Catch::Contains("dropped"));
+}
+
+TEST_CASE("a node answers pings within milliseconds while its replicas "
+          "compute (emulated slowdown 10)") {
+  auto opts = cluster_options(2, 47340);
+  opts.slowdowns = {10.0};
+  actors::local_cluster cluster{opts};
+  auto train = synthetic(16 * 4);
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                               {2, 4, {1}, {8}}}));
+  job.max_steps = 4;
+  std::exception_ptr failure;
+  std::atomic<bool> done{false};
+  actors::job_result result;
+  std::thread runner{[&] {
+    try {
+      result = run_on_cluster(job, cluster, train);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    done = true;
+  }};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto dev = actors::connect(sys, "127.0.0.1", 47340,
+                             std::chrono::milliseconds(3000));
+  caf::scoped_actor self{sys};
+  double worst_ms = 0;
+  int pings = 0;
+  while (!done) {
+    auto t0 = std::chrono::steady_clock::now();
+    bool ok = false;
+    self->request(dev, std::chrono::seconds(5), caf::ping_atom::value)
+      .receive([&](caf::pong_atom) { ok = true; }, [&](caf::error&) {});
+    CHECK(ok);
+    worst_ms = std::max(
+      worst_ms, std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count());
+    ++pings;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  runner.join();
+  if (failure)
+    std::rethrow_exception(failure);
+  // Compute is padded 10x, so the replicas are busy most of the run.
+  double busy = 0, wall = 0;
+  for (auto& it : result.iterations) {
+    wall += it["seconds"].get<double>();
+    busy += it["replicas"][0]["busy_s"].get<double>();
+  }
+  std::printf("[ping while computing] %d pings, worst %.1f ms, replica busy "
+              "%.0f%% of %.2f s\n", pings, worst_ms, 100 * busy / wall, wall);
+  CHECK(pings >= 5);
+  CHECK(busy > 0.3 * wall);
+  CHECK(worst_ms < 250);
 }
