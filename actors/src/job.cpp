@@ -50,7 +50,7 @@ job_spec parse_job(const json& j, const std::string& where) {
     "optimizer", "lr", "momentum", "weight_decay", "epochs", "max_steps",
     "seed", "nodes", "plan", "planner", "schedule", "credit_window",
     "metrics", "trace", "trace_steps", "evaluate", "progress",
-    "connect_timeout_ms", "step_timeout_ms"};
+    "connect_timeout_ms", "step_timeout_ms", "profile"};
   for (auto& [key, value] : j.items())
     if (!known.count(key))
       throw std::invalid_argument(where + ": unknown field '" + key + "'");
@@ -79,6 +79,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("seed", s.seed);
   field("nodes", s.nodes);
   field("planner", s.planner);
+  field("profile", s.profile_path);
   field("schedule", s.schedule);
   field("credit_window", s.credit_window);
   field("metrics", s.metrics_path);
@@ -228,7 +229,21 @@ job_result run_job(caf::actor_system& sys, const job_spec& job,
     auto mb = job.batch_size;
     popts.batch_sizes = {1, std::max<int64_t>(1, mb / 4), mb};
     popts.repeats = 3;
-    auto profile = training::profile_model(model, job.model, popts);
+    planner::model_profile profile;
+    try {
+      if (!job.profile_path.empty())
+        profile = planner::load_model_profile_file(job.profile_path);
+      else
+        profile = training::profile_model(model, job.model, popts);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("planner '" + job.planner + "': profiling model '"
+                               + job.model + "' failed: " + e.what());
+    }
+    if (profile.num_layers() != model->size())
+      throw std::invalid_argument(
+        "profile of '" + profile.model + "' has "
+        + std::to_string(profile.num_layers()) + " layers, model '" + job.model
+        + "' has " + std::to_string(model->size()));
     std::vector<planner::device_spec> specs;
     for (size_t d = 0; d < devices.size(); ++d)
       specs.push_back({caps[d].value("name", who(static_cast<int>(d))), "local",

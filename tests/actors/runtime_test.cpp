@@ -3,6 +3,8 @@
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/schedule.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "asteroid/training/model_options_json.hpp"
 #include "asteroid/training/optimizer.hpp"
@@ -426,4 +428,60 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   CHECK(pings >= 5);
   CHECK(busy > 0.3 * wall);
   CHECK(worst_ms < 250);
+}
+
+TEST_CASE("planner path: the Asteroid planner plans over the devices' "
+          "reported capabilities, and the run still matches single-device") {
+  // A hand-written profile of mlp (fc1 dominates), so the test does not
+  // depend on timing this machine.
+  planner::model_profile prof;
+  prof.model = "mlp";
+  prof.device = "local";
+  prof.input_bytes_per_sample = 784 * 4;
+  auto layer = [](std::string name, double f, int64_t out, int64_t params) {
+    planner::layer_profile l;
+    l.name = std::move(name);
+    l.batch_sizes = {1, 32};
+    l.forward_s = {f, 32 * f};
+    l.backward_s = {2 * f, 64 * f};
+    l.output_bytes_per_sample = out * 4;
+    l.param_bytes = params * 4;
+    l.optimizer_state_bytes = params * 4;
+    l.working_bytes_per_sample = out * 8;
+    return l;
+  };
+  prof.layers = {layer("fc1", 1e-3, 256, 784 * 256 + 256),
+                 layer("fc2", 1e-4, 128, 256 * 128 + 128),
+                 layer("classifier", 1e-5, 10, 1290)};
+  auto path = std::string(ASTEROID_TEST_TMP) + "/actors-mlp-profile.json";
+  planner::save_model_profile_file(prof, path);
+
+  auto train = synthetic(32 * 10);
+  actors::job_spec job = base_job("mlp", make_plan(32, 1, {{0, 3, {0}, {32}}}));
+  job.plan.reset();
+  job.planner = "asteroid";
+  job.profile_path = path;
+  job.max_steps = 10;
+  in_process env{0};
+  for (int i = 0; i < 4; ++i) {
+    actors::device_options o;
+    o.name = "dev" + std::to_string(i);
+    o.slowdown = i < 2 ? 1.0 : 2.0;
+    env.devices.push_back(actors::spawn_device(*env.sys, o));
+  }
+  auto r = actors::run_job(*env.sys, job, env.devices,
+                           fresh_model("mlp", job.seed), train, nullptr);
+  INFO(planner::format_schedule(r.plan, planner::schedule_kind::one_f_one_b));
+  CHECK(r.plan.planner == "asteroid");
+  CHECK(r.steps == 10);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  // A profile of another model is refused, naming both.
+  prof.layers.pop_back();
+  planner::save_model_profile_file(prof, path);
+  CHECK_THROWS_WITH(actors::run_job(*env.sys, job, env.devices,
+                                    fresh_model("mlp", job.seed), train,
+                                    nullptr),
+                    Catch::Contains("has 2 layers"));
 }

@@ -41,6 +41,9 @@ struct job_spec {
   std::vector<std::string> nodes;///< "host:port" of each device
   std::optional<planner::plan> plan;
   std::string planner;           ///< used when `plan` is empty ("asteroid")
+  /// Layer profile for the planner (`asteroid profile -o`); empty: profile
+  /// the model here with training::profile_model.
+  std::string profile_path;
   std::string schedule = "1f1b";
   int credit_window = 0;         ///< 0: number of stages + 1
   std::string metrics_path;      ///< JSON lines ("-": stdout, empty: none)
