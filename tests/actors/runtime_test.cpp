@@ -17,6 +17,10 @@
 #include <atomic>
 #include <thread>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace asteroid;
 using nlohmann::json;
 
@@ -484,4 +488,79 @@ TEST_CASE("planner path: the Asteroid planner plans over the devices' "
                                     fresh_model("mlp", job.seed), train,
                                     nullptr),
                     Catch::Contains("has 2 layers"));
+}
+
+TEST_CASE("a node killed mid-job fails the job fast, naming the node") {
+  auto opts = cluster_options(2, 47360);
+  opts.slowdowns = {5.0};
+  actors::local_cluster cluster{opts};
+  auto train = synthetic(16 * 50);
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                               {2, 4, {1}, {8}}}));
+  job.max_steps = 50;
+  std::thread killer{[&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(cluster.pids()[1], SIGKILL);
+  }};
+  auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    run_on_cluster(job, cluster, train);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  killer.join();
+  auto seconds = std::chrono::duration<double>(
+                   std::chrono::steady_clock::now() - t0)
+                   .count();
+  INFO(what);
+  CHECK_THAT(what, Catch::Contains("127.0.0.1:47361"));
+  CHECK(seconds < 15);
+}
+
+TEST_CASE("asteroid cluster stops its nodes on SIGTERM") {
+  auto pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto log = std::string(ASTEROID_TEST_TMP) + "/actors-cluster-47370.log";
+    ::freopen(log.c_str(), "w", stdout);
+    ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "cluster", "--nodes", "2",
+            "--base-port", "47370", "--log-dir",
+            ASTEROID_TEST_TMP "/actors-cluster-47370", nullptr);
+    std::_Exit(127);
+  }
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto reachable = [&](uint16_t port) {
+    try {
+      actors::connect(sys, "127.0.0.1", port, std::chrono::milliseconds(500));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = reachable(47370) && reachable(47371);
+    if (!up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(up);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 100 && !exited; ++i) {
+    exited = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  CHECK(exited);
+  // The nodes went with it: nothing listens on their ports any more.
+  CHECK_FALSE(reachable(47370));
+  CHECK_FALSE(reachable(47371));
 }
