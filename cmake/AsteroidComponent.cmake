@@ -25,20 +25,31 @@ function(asteroid_component)
           DESTINATION include FILES_MATCHING PATTERN "*.hpp")
 endfunction()
 
-# Precompiles <torch/torch.h> once and reuses it in every torch target: a torch
-# translation unit costs ~15 s on two cores without it, and building one PCH
-# per target would cost about as much again per target.
+# Precompiles <torch/torch.h> once per kind of target and reuses it: a torch
+# translation unit costs ~15 s on two cores without it, and one PCH per target
+# would cost about as much again per target. Libraries compile with -fPIC and
+# executables with -fPIE, and GCC rejects a PCH built with the other flag, so
+# there is one carrier for each.
 function(asteroid_torch_pch target)
   if(NOT ASTEROID_USE_PCH)
     return()
   endif()
-  if(NOT TARGET asteroid_torch_pch)
-    file(WRITE ${PROJECT_BINARY_DIR}/asteroid_torch_pch.cpp
-         "// Carrier of the shared LibTorch precompiled header.\n")
-    add_library(asteroid_torch_pch OBJECT
-                ${PROJECT_BINARY_DIR}/asteroid_torch_pch.cpp)
-    target_link_libraries(asteroid_torch_pch PRIVATE torch)
-    target_precompile_headers(asteroid_torch_pch PRIVATE <torch/torch.h>)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    set(carrier asteroid_torch_pch_exe)
+  else()
+    set(carrier asteroid_torch_pch)
   endif()
-  target_precompile_headers(${target} REUSE_FROM asteroid_torch_pch)
+  if(NOT TARGET ${carrier})
+    file(WRITE ${PROJECT_BINARY_DIR}/${carrier}.cpp
+         "// Carrier of a shared LibTorch precompiled header.\n")
+    add_library(${carrier} OBJECT ${PROJECT_BINARY_DIR}/${carrier}.cpp)
+    target_link_libraries(${carrier} PRIVATE torch)
+    if(type STREQUAL "EXECUTABLE")
+      set_target_properties(${carrier} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+      target_compile_options(${carrier} PRIVATE -fPIE)
+    endif()
+    target_precompile_headers(${carrier} PRIVATE <torch/torch.h>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${carrier})
 endfunction()

@@ -14,6 +14,12 @@ void add_train_command(CLI::App& app) {
   auto optimizer = std::make_shared<std::string>("sgd");
   auto no_eval = std::make_shared<bool>(false);
   auto width = std::make_shared<double>(1.0);
+  auto config = std::make_shared<std::string>();
+  cmd->add_option("--config", *config,
+                  "Run a hybrid-pipeline job file on running nodes instead "
+                  "(see examples/jobs/ and `asteroid job --help`); the other "
+                  "flags are then ignored")
+    ->check(CLI::ExistingFile);
   cmd->add_option("--model,-m", o->model,
                   "Model from the zoo (see `asteroid models`)")
     ->capture_default_str();
@@ -81,7 +87,11 @@ void add_train_command(CLI::App& app) {
                   "Live progress line: -1 auto (terminal only), 0 off, 1 on")
     ->check(CLI::Range(-1, 1))
     ->capture_default_str();
-  cmd->callback([o, optimizer, no_eval, width] {
+  cmd->callback([o, optimizer, no_eval, width, config] {
+    if (!config->empty()) {
+      run_job_file(*config);
+      return;
+    }
     o->optimizer.kind = training::parse_optimizer(*optimizer);
     o->evaluate = !*no_eval;
     o->model_options.width_mult(*width);

@@ -4,6 +4,8 @@
 #include "asteroid/training/memory_tracker.hpp"
 #include "asteroid/training/profiler.hpp"
 
+#include <c10/core/CPUAllocator.h>
+
 using namespace asteroid;
 
 TEST_CASE("the memory tracker sees LibTorch allocations", "[training][profiler]") {
@@ -72,4 +74,29 @@ TEST_CASE("bad profiler options are named", "[training][profiler][errors]") {
   o.batch_sizes = {};
   CHECK_THROWS_WITH(training::profile_model(model, "mlp", o),
                     Catch::Contains("no batch sizes"));
+}
+
+TEST_CASE("the tracked allocator keeps LibTorch's raw interface working",
+          "[training][profiler]") {
+  training::memory_tracker m;
+  auto* alloc = c10::GetCPUAllocator();
+  auto before = m.current_bytes();
+  void* p = alloc->raw_allocate(1 << 20);
+  REQUIRE(p != nullptr);
+  CHECK(m.current_bytes() - before >= (1 << 20));
+  alloc->raw_deallocate(p);
+  CHECK(m.current_bytes() - before < (1 << 20));
+}
+
+TEST_CASE("profiling the CNN (convolutions) measures every layer",
+          "[training][profiler]") {
+  auto model = models::make_model("cnn", models::model_options().seed(1));
+  training::profiler_options o;
+  o.batch_sizes = {2, 4};
+  o.warmup = 1;
+  o.repeats = 1;
+  auto p = training::profile_model(model, "cnn", o);
+  REQUIRE(p.num_layers() == model->size());
+  for (auto& l : p.layers)
+    CHECK(l.forward_s[1] > 0);
 }
