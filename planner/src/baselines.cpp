@@ -110,6 +110,20 @@ double min_link(const cluster& c) {
   return bw;
 }
 
+// A pipeline with one device per stage (device s runs stage s) whose stage
+// s covers layers [boundaries[s], boundaries[s + 1]).
+plan chain_plan(int64_t batch, int micro_batches,
+                const std::vector<int>& boundaries) {
+  plan p;
+  p.batch_size = batch;
+  p.micro_batches = micro_batches;
+  for (size_t s = 0; s + 1 < boundaries.size(); ++s)
+    p.stages.push_back({boundaries[s], boundaries[s + 1],
+                        {static_cast<int>(s)},
+                        {batch / micro_batches}});
+  return p;
+}
+
 } // namespace
 
 plan on_device_planner::make_plan(const model_profile& profile, const cluster& c,
@@ -176,12 +190,7 @@ plan gpipe_planner::make_plan(const model_profile& profile, const cluster& c, in
     for (int l = 0; l < L; ++l)
       w[l] = t.forward_s(l, l + 1, micro) + t.backward_s(l, l + 1, micro);
     auto b = balanced_partition(w, P);
-    plan p;
-    p.batch_size = batch;
-    p.micro_batches = M;
-    for (int s = 0; s < P; ++s)
-      p.stages.push_back({b[s], b[s + 1], {s}, {micro}});
-    keep.offer(std::move(p), t, c);
+    keep.offer(chain_plan(batch, M, b), t, c);
   }
   return keep.result(c, "time-balanced stages, one device each");
 }
@@ -296,16 +305,11 @@ plan ftpipehd_planner::make_plan(const model_profile& profile, const cluster& c,
     }
     if (dp[S][L] == inf)
       continue;
-    plan p;
-    p.batch_size = batch;
-    p.micro_batches = M;
     std::vector<int> b(S + 1);
     b[S] = L;
     for (int s = S; s >= 1; --s)
       b[s - 1] = cut[s][b[s]];
-    for (int s = 0; s < S; ++s)
-      p.stages.push_back({b[s], b[s + 1], {s}, {micro}});
-    keep.offer(std::move(p), t, c);
+    keep.offer(chain_plan(batch, M, b), t, c);
   }
   return keep.result(c, "one device per stage in cluster order");
 }
