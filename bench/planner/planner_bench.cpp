@@ -5,16 +5,23 @@
 //                             Asteroid's speedups (analytic profiles)
 //   planner_bench --random N  Asteroid vs exhaustive on N random instances,
 //                             default options and named orderings only
+//   planner_bench --agreement [N]  analytic round latency vs the simulated
+//                             1F1B round of every planner's plan on A-D, and
+//                             on N random pipelines (default 4000)
 //   planner_bench [gbench flags]  planning time, ResNet-50, 16 and 32 devices
 //
-// With no flag it runs all three. All numbers are predictions of the cost
+// With no flag it runs all four. All numbers are predictions of the cost
 // model on ANALYTIC profiles (see docs/planner.md), not measured training.
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -23,11 +30,14 @@
 #include "../../tests/planner/test_helpers.hpp"
 #include "asteroid/planner/analytic_profiles.hpp"
 #include "asteroid/planner/asteroid_planner.hpp"
+#include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/exhaustive_planner.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
+#include "asteroid/planner/schedule.hpp"
+#include "asteroid/planner/simulator.hpp"
 
 using namespace asteroid::planner;
 
@@ -98,6 +108,199 @@ void print_table() {
   std::printf("\n");
 }
 
+// The DP's summary of a pipeline, built stage by stage from the back: its
+// period Pi and busiest step D, for the "busiest step only" comparison.
+pipeline_summary summarise(const pipeline_steps& ps) {
+  const auto& st = ps.steps;
+  auto sum = pipeline_summary::stage(st.back().forward_s, st.back().backward_s,
+                                     st.back().allreduce_s, ps.micro_batches);
+  for (int k = static_cast<int>(st.size()) - 3; k >= 0; k -= 2)
+    sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].allreduce_s,
+                      st[k + 1].forward_s, st[k + 1].backward_s);
+  return sum;
+}
+
+// Round latency with the busiest step as the period (no 1F1B window
+// cycles): the cost model before window cycles, SFB + (M-1) D + Z.
+double busiest_step_latency(const pipeline_steps& ps) {
+  auto s = summarise(ps);
+  return s.SFB + (ps.micro_batches - 1) * s.D + s.Z;
+}
+
+double simulated_round(const plan& p, const pipeline_steps& steps, schedule_kind kind,
+                       link_model links) {
+  simulator_options opt;
+  opt.links = links;
+  opt.record_events = false;
+  return simulate(p, steps, kind, opt).round_s;
+}
+
+struct gap_tally {
+  int cases = 0, within = 0;
+  double worst = 0.0, sum = 0.0;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  std::string worst_case;
+  void add(double gap, const std::string& where = "") {
+    ++cases;
+    within += std::abs(gap) <= 0.05;
+    sum += gap;
+    lo = std::min(lo, gap);
+    hi = std::max(hi, gap);
+    if (std::abs(gap) >= std::abs(worst)) {
+      worst = gap;
+      worst_case = where;
+    }
+  }
+};
+
+// Analytic round latency (cost model) vs the discrete-event simulation of the
+// plan's 1F1B streams under the same step times, for every planner's plan on
+// environments A-D. Half-duplex links are what the step model charges (a
+// link is busy E_f + E_b per micro-batch) and the simulator's default; the
+// full-duplex column shows how much of a gap is FIFO contention on a shared
+// link. "busiest" is the formula with the busiest step as the period (no
+// window cycles), for comparison.
+void print_agreement_table() {
+  const std::vector<std::string> planners = {"asteroid", "on-device", "dp-even",
+                                             "dp-proportional", "pp", "pipedream",
+                                             "ftpipehd", "pipeedge"};
+  std::map<std::string, gap_tally> half, full, busiest;
+  std::printf("Analytic round latency (cost_model round_latency) vs simulated 1F1B round "
+              "(simulate over compile_schedule); gap = (analytic - sim) / sim\n");
+  std::printf("%-4s %-5s %-16s %-16s %3s %3s %12s %12s %8s %12s %8s %12s %8s\n", "env", "link",
+              "model", "planner", "P", "M", "analytic ms", "sim half ms", "gap %", "sim full ms",
+              "gap %", "busiest ms", "gap %");
+  for (const auto& model : analytic_model_names()) {
+    auto prof = analytic_profile(model);
+    for (const char* env : {"a", "b", "c", "d"})
+      for (int mbps : {100, 1000}) {
+        std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
+        auto c = rebase_speeds(
+          load_cluster_file(std::string(ASTEROID_SOURCE_DIR) + "/examples/clusters/" + name +
+                            ".json"),
+          prof);
+        for (const auto& planner : planners) {
+          plan p;
+          try {
+            p = make_planner(planner)->make_plan(prof, c, 32);
+          } catch (const planner_error&) {
+            std::printf("%-4s %-5d %-16s %-16s infeasible\n", env, mbps, model.c_str(),
+                        planner.c_str());
+            continue;
+          }
+          auto steps = make_steps(p, prof, c);
+          const double analytic = round_latency(steps);
+          const double old = busiest_step_latency(steps);
+          const double sh =
+            simulated_round(p, steps, schedule_kind::one_f_one_b, link_model::half_duplex);
+          const double sf =
+            simulated_round(p, steps, schedule_kind::one_f_one_b, link_model::full_duplex);
+          std::printf("%-4s %-5d %-16s %-16s %3d %3d %12.1f %12.1f %+8.2f %12.1f %+8.2f %12.1f "
+                      "%+8.2f\n",
+                      env, mbps, model.c_str(), planner.c_str(), p.num_stages(),
+                      p.micro_batches, 1e3 * analytic, 1e3 * sh, 100.0 * (analytic - sh) / sh,
+                      1e3 * sf, 100.0 * (analytic - sf) / sf, 1e3 * old,
+                      100.0 * (old - sh) / sh);
+          const std::string where = model + " " + name;
+          half[planner].add((analytic - sh) / sh, where);
+          full[planner].add((analytic - sf) / sf, where);
+          busiest[planner].add((old - sh) / sh, where);
+        }
+      }
+  }
+  auto summary = [&](const char* what, std::map<std::string, gap_tally>& by) {
+    std::printf("\nsummary (%s): %-16s %5s %9s %10s %9s  %s\n", what, "planner", "cases",
+                "within 5%", "mean gap", "worst", "worst case");
+    for (const auto& planner : planners) {
+      const auto& t = by[planner];
+      std::printf("summary (%s): %-16s %5d %9d %+9.2f%% %+8.2f%%  %s\n", what, planner.c_str(),
+                  t.cases, t.within, 100.0 * t.sum / std::max(1, t.cases), 100.0 * t.worst,
+                  t.worst_case.c_str());
+    }
+  };
+  summary("analytic vs half duplex", half);
+  summary("analytic vs full duplex", full);
+  summary("busiest-step formula vs half duplex", busiest);
+  std::printf("\n");
+}
+
+// The same comparison on random pipelines: P 1..6 stages of 1-3 replicas
+// (uneven per-replica times, all-reduce 0-3 s when replicated), links
+// 0-0.3 s or 0-1.5 s per direction, M 1..12, compute F 0.1-2 s, B 1-2x F.
+void print_agreement_sweep(int n) {
+  std::mt19937 rng(20240901);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  gap_tally t[2][4]; // [formula: analytic, busiest][1f1b half, 1f1b full, gpipe half, gpipe full]
+  gap_tally windowed[2], unwindowed[2]; // 1F1B half duplex, by whether Pi > D
+  for (int trial = 0; trial < n; ++trial) {
+    const int P = 1 + static_cast<int>(rng() % 6);
+    pipeline_steps ps;
+    ps.micro_batches = 1 + static_cast<int>(rng() % 12);
+    plan p;
+    p.planner = "sweep";
+    p.micro_batches = ps.micro_batches;
+    p.batch_size = 6 * ps.micro_batches;
+    int device = 0;
+    for (int s = 0; s < P; ++s) {
+      pipeline_step c;
+      c.stage = s;
+      const int g = 1 + static_cast<int>(rng() % 3);
+      const double f = 0.1 + 1.9 * u(rng), ratio = 1.0 + u(rng);
+      stage_plan sp{s, s + 1, {}, {}};
+      for (int r = 0; r < g; ++r) {
+        const double jitter = 1.0 + 0.3 * u(rng);
+        c.device_forward_s.push_back(f * jitter);
+        c.device_backward_s.push_back(f * ratio * jitter);
+        c.devices.push_back(device);
+        sp.devices.push_back(device++);
+        sp.shares.push_back(6 / g);
+      }
+      c.forward_s = *std::max_element(c.device_forward_s.begin(), c.device_forward_s.end());
+      c.backward_s = *std::max_element(c.device_backward_s.begin(), c.device_backward_s.end());
+      c.allreduce_s = g > 1 ? 3.0 * u(rng) : 0.0;
+      ps.steps.push_back(c);
+      p.stages.push_back(sp);
+      if (s + 1 < P) {
+        pipeline_step l;
+        l.type = pipeline_step::kind::communication;
+        l.stage = s;
+        l.forward_s = l.backward_s = u(rng) < 0.5 ? 0.3 * u(rng) : 1.5 * u(rng);
+        ps.steps.push_back(l);
+      }
+    }
+    const double formula[2] = {round_latency(ps), busiest_step_latency(ps)};
+    const double sim[4] = {
+      simulated_round(p, ps, schedule_kind::one_f_one_b, link_model::half_duplex),
+      simulated_round(p, ps, schedule_kind::one_f_one_b, link_model::full_duplex),
+      simulated_round(p, ps, schedule_kind::gpipe, link_model::half_duplex),
+      simulated_round(p, ps, schedule_kind::gpipe, link_model::full_duplex)};
+    auto sum = summarise(ps);
+    for (int f = 0; f < 2; ++f) {
+      for (int k = 0; k < 4; ++k)
+        t[f][k].add((formula[f] - sim[k]) / sim[k]);
+      (sum.Pi > sum.D * 1.001 ? windowed : unwindowed)[f].add((formula[f] - sim[0]) / sim[0]);
+    }
+  }
+  std::printf("Random pipelines (%d): gap = (formula - sim) / sim\n", n);
+  const char* formula_name[2] = {"round_latency", "busiest step"};
+  const char* sim_name[4] = {"1F1B, half duplex", "1F1B, full duplex", "GPipe, half duplex",
+                             "GPipe, full duplex"};
+  auto line = [](const char* a, const char* b, const gap_tally& g) {
+    std::printf("  %-14s vs %-34s n=%5d within 5%% %5.1f%%  mean %+6.1f%%  range %+6.1f%% .. "
+                "%+6.1f%%\n",
+                a, b, g.cases, 100.0 * g.within / std::max(1, g.cases),
+                100.0 * g.sum / std::max(1, g.cases), 100.0 * g.lo, 100.0 * g.hi);
+  };
+  for (int f = 0; f < 2; ++f) {
+    for (int k = 0; k < 4; ++k)
+      line(formula_name[f], sim_name[k], t[f][k]);
+    line(formula_name[f], "1F1B half, window-paced (Pi > D)", windowed[f]);
+    line(formula_name[f], "1F1B half, busiest-step-paced", unwindowed[f]);
+  }
+  std::printf("\n");
+}
+
 void random_stats(int n, const asteroid_options& options, const char* label) {
   std::mt19937_64 rng(20240901);
   asteroid_planner asteroid(options);
@@ -147,12 +350,17 @@ void random_stats(int n, const asteroid_options& options, const char* label) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool table = false, random = false, timing = false;
+  bool table = false, random = false, timing = false, agreement = false;
+  int agreement_n = 4000;
   int random_n = 1000;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--table") == 0) {
       table = true;
+    } else if (std::strcmp(argv[i], "--agreement") == 0) {
+      agreement = true;
+      if (i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+        agreement_n = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--random") == 0 && i + 1 < argc) {
       random = true;
       random_n = std::atoi(argv[++i]);
@@ -161,10 +369,14 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  if (!table && !random && !timing)
-    table = random = timing = true;
+  if (!table && !random && !timing && !agreement)
+    table = random = timing = agreement = true;
   if (table)
     print_table();
+  if (agreement) {
+    print_agreement_table();
+    print_agreement_sweep(agreement_n);
+  }
   if (random) {
     random_stats(random_n, asteroid_options{}, "default options");
     asteroid_options named;

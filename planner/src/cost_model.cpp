@@ -195,76 +195,79 @@ pipeline_steps make_steps(const plan& p, const model_profile& profile, const clu
   return make_steps(p, t, c);
 }
 
+double round_latency(const double* f, const double* b, const double* a, int S, int M) {
+  if (S <= 0)
+    return 0.0;
+  double sfb = 0.0;
+  double pi = 0.0; // max(D, window cycles)
+  double z = -std::numeric_limits<double>::infinity();
+  double bpre = 0.0;
+  for (int k = 0; k < S; ++k) {
+    const double e = f[k] + b[k];
+    sfb += e;
+    pi = std::max(pi, e);
+    z = std::max(z, a[k] - bpre);
+    bpre += b[k];
+  }
+  // Window cycles: stages s..t (steps 2s..2t), k = t-s+1 micro-batches.
+  const int P = (S + 1) / 2;
+  for (int s = 0; s < P; ++s) {
+    double run = f[2 * s] + b[2 * s];
+    for (int t = s + 1; t < P && t - s + 1 <= M; ++t) {
+      run += f[2 * t - 1] + b[2 * t - 1] + f[2 * t] + b[2 * t];
+      pi = std::max(pi, run / (t - s + 1));
+    }
+  }
+  return sfb + (M - 1) * pi + z;
+}
+
 double round_latency(const pipeline_steps& ps) {
   const auto& st = ps.steps;
   const int S = static_cast<int>(st.size());
-  if (S == 0)
-    return 0.0;
-  const double M = static_cast<double>(ps.micro_batches);
-  int m = 0;
-  for (int s = 1; s < S; ++s)
-    if (st[s].forward_s + st[s].backward_s > st[m].forward_s + st[m].backward_s)
-      m = s;
-  const double D = st[m].forward_s + st[m].backward_s;
-  double tail = 0.0;
-  for (int s = m + 1; s < S; ++s)
-    tail += st[s].forward_s + st[s].backward_s;
-  double best = 0.0;
-  double waiting = 0.0; // T_w(s)
-  for (int s = 0; s < S; ++s) {
-    double exec = M * D + tail;
-    if (s < m) {
-      for (int k = s; k < m; ++k)
-        exec += st[k].forward_s + st[k].backward_s;
-    } else {
-      for (int k = m; k < s; ++k)
-        exec -= st[k].forward_s + st[k].backward_s;
-    }
-    best = std::max(best, waiting + exec + st[s].allreduce_s);
-    waiting += st[s].forward_s;
+  std::vector<double> f(S), b(S), a(S);
+  for (int k = 0; k < S; ++k) {
+    f[k] = st[k].forward_s;
+    b[k] = st[k].backward_s;
+    a[k] = st[k].allreduce_s;
   }
-  return best;
+  return round_latency(f.data(), b.data(), a.data(), S, ps.micro_batches);
 }
 
-pipeline_summary pipeline_summary::stage(double f, double b, double a) {
+pipeline_summary pipeline_summary::stage(double f, double b, double a, int micro_batches) {
   pipeline_summary r;
+  r.micro_batches = std::max(1, micro_batches);
+  r.stages = 1;
   r.D = f + b;
-  r.X = a;
+  r.Pi = f + b;
   r.Z = a;
   r.SFB = f + b;
+  r.U[0] = f + b;
   return r;
 }
 
 pipeline_summary pipeline_summary::prepend(double f, double b, double a, double cf,
                                            double cb) const {
   pipeline_summary r;
-  const double Dh = f + b;
-  const double Dc = cf + cb;
-  if (Dh >= Dc && Dh >= D) { // the new stage dominates (first index wins ties)
-    r.D = Dh;
-    r.tail = Dc + SFB;
-    r.X = a;
-    r.Y = std::max(-b, Z - b - cb);
-    r.has_y = true;
-  } else if (Dc >= D) { // the new communication step dominates
-    r.D = Dc;
-    r.Fpre = f;
-    r.Bpre = b;
-    r.tail = SFB;
-    r.X = std::max(a + b, 0.0);
-    r.Y = Z - cb;
-    r.has_y = true;
-  } else { // the dominant step stays where it was
-    r.D = D;
-    r.Fpre = f + cf + Fpre;
-    r.Bpre = b + cb + Bpre;
-    r.tail = tail;
-    r.X = std::max({X, cb + Bpre, a + b + cb + Bpre});
-    r.Y = Y;
-    r.has_y = has_y;
-  }
+  r.micro_batches = micro_batches;
+  r.stages = stages + 1;
+  const double h = f + b;
+  const double c = cf + cb;
+  r.D = std::max({D, h, c});
+  r.SFB = SFB + h + c;
+  // The link step has no all-reduce: T_a = 0 behind the new stage's E_b.
   r.Z = std::max({a, -b, Z - b - cb});
-  r.SFB = SFB + Dh + Dc;
+  // Window cycles that start at the new stage: it, the link and the first
+  // t old stages, t + 1 <= M micro-batches.
+  double pi = std::max({Pi, h, c});
+  // Only runs of at most M stages (and max_window) can ever form a cycle,
+  // so U is kept that far.
+  const int known = std::min({stages, max_window - 1, micro_batches - 1});
+  r.U[0] = h;
+  for (int t = 1; t <= known; ++t) {
+    r.U[t] = h + c + U[t - 1];
+    pi = std::max(pi, r.U[t] / (t + 1));
+  }
+  r.Pi = pi;
   return r;
 }
 

@@ -153,7 +153,7 @@ plan exhaustive_planner::make_plan(const model_profile& profile, const cluster& 
               alloc_of[s] = id;
             }
             if (ok) {
-              // Steps and the round latency (same formula as round_latency).
+              // Steps and their round latency.
               int S = 2 * P - 1;
               for (int s = 0; s < P; ++s) {
                 const auto& r = allocs[alloc_of[s]];
@@ -170,26 +170,7 @@ plan exhaustive_planner::make_plan(const model_profile& profile, const cluster& 
                   a[2 * s + 1] = 0.0;
                 }
               }
-              int m = 0;
-              for (int s = 1; s < S; ++s)
-                if (f[s] + b[s] > f[m] + b[m])
-                  m = s;
-              double D = f[m] + b[m];
-              double tail = 0.0;
-              for (int s = m + 1; s < S; ++s)
-                tail += f[s] + b[s];
-              double T = 0.0, wait = 0.0;
-              for (int s = 0; s < S; ++s) {
-                double e = M * D + tail;
-                if (s < m)
-                  for (int k = s; k < m; ++k)
-                    e += f[k] + b[k];
-                else
-                  for (int k = m; k < s; ++k)
-                    e -= f[k] + b[k];
-                T = std::max(T, wait + e + a[s]);
-                wait += f[s];
-              }
+              double T = round_latency(f.data(), b.data(), a.data(), S, M);
               if (T < best_T) {
                 best_T = T;
                 best = plan{};

@@ -38,10 +38,10 @@ struct asteroid_options {
 /// A head stage is layers [i, i') on a contiguous run of the ordering with
 /// shares from Algorithm 1 and K = min(stages in the suffix, M) stashed
 /// micro-batches; devices may be left idle. The suffix kept per state is
-/// the one with the lowest round latency on its own, and the combined
-/// latency is computed exactly in O(1) from a summary of the suffix's steps
-/// (see docs/planner.md), so the DP is a heuristic checked against
-/// `exhaustive_planner` in the tests.
+/// the one with the lowest round latency on its own plus a small Pareto set,
+/// and the combined latency is computed exactly from a summary of the
+/// suffix's steps (`pipeline_summary`, see docs/planner.md), so the DP is a
+/// heuristic checked against `exhaustive_planner` in the tests.
 class asteroid_planner : public planner_base {
 public:
   explicit asteroid_planner(asteroid_options options = {});

@@ -86,40 +86,57 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
 pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c);
 pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluster& c);
 
-/// Round (mini-batch) latency of the step model (DAPPLE-style).
+/// Round (mini-batch) latency of the step model under 1F1B.
 ///
-/// With m the dominant step (largest E_f+E_b, first on ties), W(s) the sum
-/// of E_f before s and tail the sum of E_f+E_b after m:
-///   s <= m: W(s) + M*D(m) + sum_{s<=k<m}(E_f+E_b)(k) + tail + T_a(s)
-///   s >  m: W(s) + M*D(m) - sum_{m<=k<s}(E_f+E_b)(k) + tail + T_a(s)
-/// and the latency is the maximum over s. This is background.md's formula
-/// plus `tail` (the last micro-batch's trip from m to the last stage and
-/// back, as in DAPPLE's ending phase); without it a 2-stage pipeline with
-/// M = 1 would be predicted twice as fast as it is. See docs/planner.md.
+/// With E(k) = E_f(k) + E_b(k) of step k, SFB = sum_k E(k),
+/// Z = max_k (T_a(k) - sum_{j<k} E_b(j)) and Pi the steady-state period
+/// per micro-batch:
+///   T = SFB + (M - 1) * Pi + Z.
+/// Pi = max(D, window cycles): D = max_k E(k) is the busiest resource; a
+/// window cycle is a run of k = 2..M consecutive stages s..t with the links
+/// between them, of period sum E / k. Under 1F1B, stage s may start a new
+/// forward only after a backward, so k micro-batches circulate in such a
+/// run and the run's round trip paces it (docs/schedules.md, "Agreement
+/// with the analytic formula"). With Pi = D this is background.md's formula
+/// plus the trip of the last micro-batch after the dominant step and back
+/// (the `tail`, as in DAPPLE's ending phase): without it a 2-stage pipeline
+/// with M = 1 would be predicted twice as fast as it is. See
+/// docs/planner.md.
 double round_latency(const pipeline_steps& steps);
 
-/// Summary of a pipeline's steps from which its round latency, and that of
-/// the pipeline with one more stage in front, follow in O(1) (the DP's
-/// inner loop). Indices are relative to the first step, m is the dominant
-/// step (first on ties):
-///   D = (E_f+E_b)(m), Fpre = sum_{k<m} E_f, Bpre = sum_{k<m} E_b,
-///   tail = sum_{k>m} (E_f+E_b), X = max_{k<=m} (T_a(k) + sum_{k<=j<m} E_b(j)),
-///   Y = max_{k>m} (T_a(k) - sum_{m<=j<k} E_b(j)),
-///   Z = max_k (T_a(k) - sum_{j<k} E_b(j)), SFB = sum_k (E_f+E_b).
-/// Then round_latency = Fpre + M*D + tail + max(X, Y) (docs/planner.md).
-struct pipeline_summary {
-  double D = 0.0, Fpre = 0.0, Bpre = 0.0, tail = 0.0, X = 0.0, Y = 0.0, Z = 0.0, SFB = 0.0;
-  bool has_y = false;
+/// `round_latency` of S steps given as arrays (forward, backward and
+/// all-reduce seconds; step 2s is stage s, step 2s+1 the link after it),
+/// for callers that evaluate many step lists (the exhaustive planner).
+double round_latency(const double* forward_s, const double* backward_s,
+                     const double* allreduce_s, int num_steps, int micro_batches);
 
-  /// A one-stage pipeline: compute step with forward f, backward b, all-reduce a.
-  static pipeline_summary stage(double f, double b, double a);
+/// Summary of a pipeline's steps from which its round latency, and that of
+/// the pipeline with one more stage in front, follow cheaply (the DP's
+/// inner loop). Made for one micro-batch count M:
+///   D = max step E, Pi = steady-state period (see `round_latency`),
+///   Z = max_k (T_a(k) - sum_{j<k} E_b(j)), SFB = sum_k E(k),
+///   U[t-1] = sum of E over the first t stages and the t-1 links between
+///   them (t <= min(stages, M, max_window)), for the window cycles that a
+///   new first stage starts.
+/// Then round_latency = SFB + (M-1)*Pi + Z. Prepending costs
+/// O(min(stages, M, max_window)); window cycles of more than `max_window`
+/// stages are not tracked (the DP then underestimates Pi; `evaluate` is
+/// exact).
+struct pipeline_summary {
+  static constexpr int max_window = 16;
+  double D = 0.0, Pi = 0.0, Z = 0.0, SFB = 0.0;
+  int micro_batches = 1;
+  int stages = 0;
+  double U[max_window] = {}; // zero past the entries described above
+
+  /// A one-stage pipeline: compute step with forward f, backward b,
+  /// all-reduce a, run with `micro_batches` micro-batches.
+  static pipeline_summary stage(double f, double b, double a, int micro_batches);
   /// This pipeline behind a new first stage (f, b, a) and the communication
   /// step (cf, cb) between it and the old first stage.
   pipeline_summary prepend(double f, double b, double a, double cf, double cb) const;
-  /// Round latency with M micro-batches.
-  double latency(int micro_batches) const {
-    return Fpre + micro_batches * D + tail + (has_y && Y > X ? Y : X);
-  }
+  /// Round latency.
+  double latency() const { return SFB + (micro_batches - 1) * Pi + Z; }
 };
 
 /// Predicted peak memory per cluster device (0 for devices the plan leaves
