@@ -1,6 +1,7 @@
 #include "asteroid/actors/node.hpp"
 
 #include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <unistd.h>
 #include <cstdio>
 #include <stdexcept>
 #include <thread>
@@ -75,6 +77,7 @@ namespace {
 struct device_state {
   device_options opts;
   std::vector<caf::actor> replicas;
+  snapshot_store store;
 };
 
 caf::behavior device_fun(caf::stateful_actor<device_state>* self,
@@ -95,16 +98,61 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                             {"slowdown", o.slowdown},
                             {"slowdown_emulated", o.slowdown != 1.0},
                             {"endpoint", o.endpoint},
+                            {"pid", static_cast<int64_t>(::getpid())},
                             {"replicas", self->state.replicas.size()}}
         .dump();
     },
     [=](caf::ping_atom) { return caf::pong_atom::value; },
-    [=](deploy_atom, const std::string& spec_json, const std::string& weights)
+    [=](heartbeat_atom, int64_t seq) {
+      return caf::make_message(heartbeat_atom::value, seq);
+    },
+    [=](snap_atom, const std::string& key, int64_t version,
+        std::string& state) {
+      std::string err = self->state.store.put(key, version, std::move(state));
+      if (!err.empty())
+        spdlog::error("{}: dropped snapshot: {}", self->state.opts.name, err);
+    },
+    [=](inventory_atom, int32_t tag) {
+      return caf::make_message(inventory_atom::value, tag,
+                               self->state.store.inventory().dump());
+    },
+    [=](fetch_atom, const std::string& key, int64_t version)
+      -> std::tuple<std::string, std::string> {
+      auto bytes = self->state.store.get(key, version);
+      if (!bytes)
+        return {self->state.opts.name + " holds no snapshot " + key
+                  + " of version " + std::to_string(version),
+                std::string{}};
+      return {std::string{}, *bytes};
+    },
+    [=](slow_atom, int32_t permille) {
+      if (permille < 1000) {
+        spdlog::error("{}: ignored slowdown {} permille (must be >= 1000)",
+                      self->state.opts.name, permille);
+        return;
+      }
+      self->state.opts.slowdown = permille / 1000.0;
+      spdlog::info("{}: emulated slowdown now {:.2f}", self->state.opts.name,
+                   self->state.opts.slowdown);
+      for (auto& r : self->state.replicas)
+        self->send(r, slow_atom::value, permille);
+    },
+    [=](deploy_atom, const std::string& spec_json, const std::string& state)
       -> std::tuple<std::string, caf::actor> {
       try {
-        auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
+        auto j = nlohmann::json::parse(spec_json);
+        auto spec = replica_spec_from_json(j);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
-        auto r = spawn_replica(self->system(), spec, weights);
+        // An empty state with "restore_version" means: rebuild from the
+        // snapshots this node already holds (no transfer).
+        std::string from_store;
+        auto version = j.value("restore_version", int64_t{-1});
+        if (state.empty() && version >= 0)
+          from_store = self->state.store.assemble(spec.first_layer,
+                                                  spec.end_layer, version);
+        auto r = spawn_replica(self->system(), spec,
+                               from_store.empty() ? state : from_store,
+                               caf::actor_cast<caf::actor>(self));
         self->state.replicas.push_back(r);
         spdlog::info("{}: deployed {} (layers [{}, {}), share {})",
                      self->state.opts.name, spec.label, spec.first_layer,

@@ -1,6 +1,7 @@
 #include "asteroid/actors/replica.hpp"
 
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/stage_state.hpp"
 #include "asteroid/kernels/bucket.hpp"
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/schedule.hpp"
@@ -46,7 +47,9 @@ json to_json(const replica_spec& s) {
               {"credit_window", s.credit_window},
               {"slowdown", s.slowdown},
               {"label", s.label},
-              {"recv_timeout_ms", s.recv_timeout_ms}};
+              {"recv_timeout_ms", s.recv_timeout_ms},
+              {"generation", s.generation},
+              {"snapshot_every", s.snapshot_every}};
 }
 
 replica_spec replica_spec_from_json(const json& j) {
@@ -74,6 +77,10 @@ replica_spec replica_spec_from_json(const json& j) {
     j.at("slowdown").get_to(s.slowdown);
     j.at("label").get_to(s.label);
     j.at("recv_timeout_ms").get_to(s.recv_timeout_ms);
+    s.generation = j.value("generation", 0);
+    s.snapshot_every = j.value("snapshot_every", int64_t{0});
+    if (s.snapshot_every < 0)
+      throw std::invalid_argument("snapshot_every must be >= 0");
     if (s.num_stages < 1 || s.stage < 0 || s.stage >= s.num_stages)
       throw std::invalid_argument("stage " + std::to_string(s.stage)
                                   + " out of range");
@@ -185,6 +192,8 @@ struct replica_state {
   std::vector<caf::actor> next;
   caf::actor ring_next;
   caf::actor supervisor;
+  caf::actor home;   ///< this node's device actor: local snapshots
+  caf::actor backup; ///< the device keeping this stage's replica
 
   // -- the step being executed --
   int64_t step = -1;
@@ -235,7 +244,8 @@ void fail(replica_actor* self, const std::string& what) {
   st.failed = true;
   st.running = false;
   if (st.supervisor)
-    self->send(st.supervisor, fail_atom::value, msg);
+    self->send(st.supervisor, fail_atom::value,
+               static_cast<int32_t>(st.e->spec.generation), msg);
 }
 
 /// Runs `f`, pads it to `slowdown` × its time, records a trace event.
@@ -417,6 +427,7 @@ void finish_step(replica_actor* self) {
   auto& e = *st.e;
   json report{{"stage", e.spec.stage},
               {"replica", e.spec.replica},
+              {"generation", e.spec.generation},
               {"label", name_of(e)},
               {"busy_s", st.busy_s},
               {"wall_s", (wall_us() - st.step_start_us) * 1e-6},
@@ -436,6 +447,25 @@ void finish_step(replica_actor* self) {
   st.in.clear();
   st.out.clear();
   st.grad_out.clear();
+}
+
+/// Sends the state before this step to the home device and, from replica 0,
+/// to the backup device. Group members hold identical weights, so one copy
+/// outside the group suffices. The sends are asynchronous: the pipeline only
+/// pays for the copy and the encoding.
+void snapshot(replica_actor* self) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  std::string bytes;
+  compute(self, "SNAPSHOT", [&] {
+    bytes = serialization::encode_tensors(capture_stage_state(
+      e.model, e.spec.first_layer, e.spec.end_layer, e.optimizer.get()));
+  });
+  auto key = range_key(e.spec.first_layer, e.spec.end_layer);
+  if (e.spec.replica == 0 && st.backup)
+    self->send(st.backup, snap_atom::value, key, st.step, bytes);
+  if (st.home)
+    self->send(st.home, snap_atom::value, key, st.step, std::move(bytes));
 }
 
 /// Executes instructions until one blocks or the step ends.
@@ -465,6 +495,8 @@ void advance(replica_actor* self) {
       for (auto& p : e.params)
         if (p.grad().defined())
           p.mutable_grad().zero_();
+      if (e.spec.snapshot_every > 0 && st.step % e.spec.snapshot_every == 0)
+        snapshot(self);
     }
     while (st.pc < e.stream.size()) {
       const auto& ins = e.stream[st.pc];
@@ -680,6 +712,12 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
           s.supervisor = peer;
           self->monitor(peer);
           break;
+        case peer_backup:
+          s.backup = peer;
+          break;
+        case peer_home:
+          s.home = peer;
+          break;
         default:
           spdlog::error("{}: unknown peer role {}", name_of(*e), role);
       }
@@ -717,8 +755,14 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       advance(self);
     },
     [=](state_atom) -> std::string {
-      return serialization::encode_tensors(e->model->range_state(
-        e->spec.first_layer, e->spec.end_layer));
+      return serialization::encode_tensors(capture_stage_state(
+        e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get()));
+    },
+    [=](slow_atom, int32_t permille) {
+      if (permille >= 1000)
+        e->spec.slowdown = permille / 1000.0;
+      else
+        spdlog::error("{}: ignored slowdown {} permille", name_of(*e), permille);
     },
     [=](caf::tick_atom) {
       auto& s = self->state;
@@ -739,7 +783,7 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
 } // namespace
 
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& weights) {
+                         const std::string& state, caf::actor home) {
   auto e = std::make_shared<engine>();
   e->spec = spec;
   e->model = build_model(spec.model, spec.model_options);
@@ -749,11 +793,11 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
       "replica spec: layers [" + std::to_string(spec.first_layer) + ", "
       + std::to_string(spec.end_layer) + ") do not fit model '" + spec.model
       + "' of " + std::to_string(e->model->size()) + " layers");
-  e->model->load_range_state(spec.first_layer, spec.end_layer,
-                             serialization::decode_tensors(weights));
   e->model->train();
   e->params = e->model->range_parameters(spec.first_layer, spec.end_layer);
   e->optimizer = training::make_optimizer(spec.optimizer, e->params);
+  load_stage_state(e->model, spec.first_layer, spec.end_layer,
+                   e->optimizer.get(), serialization::decode_tensors(state));
   e->stream = planner::find_schedule(spec.schedule)
                 .stream(spec.stage, spec.num_stages, spec.micro_batches);
   e->first = spec.stage == 0;
@@ -762,7 +806,10 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   e->mine = mine[spec.replica];
   e->prev = spans(spec.prev_shares);
   e->next = spans(spec.next_shares);
-  return sys.spawn<caf::detached>(replica_fun, e);
+  auto r = sys.spawn<caf::detached>(replica_fun, e);
+  if (home)
+    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0}, home);
+  return r;
 }
 
 } // namespace asteroid::actors

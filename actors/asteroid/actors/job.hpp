@@ -23,6 +23,42 @@
 
 namespace asteroid::actors {
 
+/// How a job survives device losses (issue #5; docs/fault_tolerance.md).
+struct fault_tolerance_options {
+  /// Supervisor pings every device this often ...
+  int64_t heartbeat_ms = 250;
+  /// ... and declares it dead after this many intervals without an answer.
+  int heartbeat_misses = 4;
+  /// Snapshot every K steps (weights + optimizer state) to the node itself
+  /// and to the backup device of the neighbouring stage; 0: no snapshots
+  /// (then a loss fails the job, as before).
+  int64_t snapshot_every = 1;
+  /// "replay": patch the plan (move only the lost work), restore from the
+  /// snapshots, replay from the last common version; "replan": run the
+  /// planner on the survivors and redistribute every stage; "restart":
+  /// the baseline, stop everything, re-plan, reload the latest checkpoint
+  /// file and re-run the steps since; "none": fail the job.
+  std::string recovery = "replay";
+  /// With "replay": when the patched plan's predicted round is more than
+  /// this times the fresh plan's, re-plan instead (needs a profile).
+  double replan_threshold = 1.5;
+  /// "restart" baseline: checkpoint file and period in steps.
+  std::string checkpoint_path;
+  int64_t checkpoint_every = 10;
+};
+
+/// A scripted fault (fault injection for experiments and tests).
+struct fault_spec {
+  int64_t step = 0;     ///< inject while this step runs (first time only)
+  int64_t delay_ms = 0; ///< after the step's start
+  int node = 0;         ///< index into `nodes`
+  /// "kill" (SIGKILL), "stop" (SIGSTOP), "cont" (SIGCONT), "slow" (set the
+  /// emulated slowdown to `slowdown`). Signals need the node's pid, so they
+  /// work for nodes on this machine only.
+  std::string action = "kill";
+  double slowdown = 1.0;
+};
+
 /// A training job (the `asteroid job --config` file; see docs/runtime.md).
 struct job_spec {
   std::string model = "cnn";
@@ -53,6 +89,8 @@ struct job_spec {
   int progress = -1;             ///< progress line: -1 auto, 0 off, 1 on
   int64_t connect_timeout_ms = 3000;
   int64_t step_timeout_ms = 120000;
+  fault_tolerance_options fault_tolerance;
+  std::vector<fault_spec> faults;
 };
 
 /// Parses a job (`where` leads every error message).
@@ -71,6 +109,8 @@ struct job_result {
   models::sequential_model model{nullptr};
   /// One record per iteration (what the metrics file gets).
   std::vector<nlohmann::json> iterations;
+  /// One record per injected fault, detection and recovery.
+  std::vector<nlohmann::json> fault_events;
 };
 
 /// Runs `job` on `devices` (handles from `connect` or `spawn_device`),

@@ -13,7 +13,12 @@
 /// |------------------------------------------------|---------|------------------|
 /// | `ast_caps`                                     | device  | string (JSON)    |
 /// | `ping_atom`                                    | device  | `pong_atom`      |
-/// | `ast_deploy, string spec_json, string weights` | device  | string err, actor|
+/// | `ast_deploy, string spec_json, string state`   | device  | string err, actor|
+/// | `ast_snap, string key, int64 version, string state` | device | -        |
+/// | `ast_inv, int32 tag`                           | device  | `ast_inv, int32 tag, string json` |
+/// | `ast_fetch, string key, int64 version`         | device  | string err, string state |
+/// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
+/// | `ast_slow, int32 permille`                     | device, replica | -        |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
 /// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
 /// | `ast_load, int64 step, string named_tensors`   | replica | -                |
@@ -21,9 +26,14 @@
 /// | `ast_act / ast_grad, int64 step, int32 mb, int32 from, string tensor` | replica | - |
 /// | `ast_ack, int32 kind, int32 from`              | replica | -                |
 /// | `ast_ar, int64 step, int32 k, string tensor`   | replica | -                |
-/// | `ast_state`                                    | replica | string named list|
+/// | `ast_state`                                    | replica | string stage state |
 /// | `ast_done, int64 step, string report_json`     | supervisor | -             |
-/// | `ast_fail, string what`                        | supervisor | -             |
+/// | `ast_fail, int32 generation, string what`      | supervisor | -             |
+///
+/// "state" strings are encoded stage states (stage_state.hpp): weights, and
+/// optimizer state where there is one. Snapshot keys name a layer range,
+/// "L<first>-<end>" (see `range_key`); versions are step numbers: the state
+/// *before* that step ran.
 /// | `ast_stop`                                     | replica | -                |
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -47,6 +57,11 @@ using state_atom = caf::atom_constant<caf::atom("ast_state")>;
 using done_atom = caf::atom_constant<caf::atom("ast_done")>;
 using fail_atom = caf::atom_constant<caf::atom("ast_fail")>;
 using stop_atom = caf::atom_constant<caf::atom("ast_stop")>;
+using snap_atom = caf::atom_constant<caf::atom("ast_snap")>;
+using inventory_atom = caf::atom_constant<caf::atom("ast_inv")>;
+using fetch_atom = caf::atom_constant<caf::atom("ast_fetch")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("ast_hb")>;
+using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
 
 /// Roles of `ast_peer` messages.
 enum peer_role : int32_t {
@@ -55,7 +70,14 @@ enum peer_role : int32_t {
   peer_ring_next = 2,  ///< the replica this one sends to in the ring
   peer_supervisor = 3, ///< where reports go (monitored: the replica quits
                        ///< when it goes down)
+  peer_backup = 4,     ///< device actor that keeps this stage's replica
+  peer_home = 5,       ///< device actor of the replica's own node
 };
+
+/// Snapshot key of layers [first, end): "L<first>-<end>".
+inline std::string range_key(int first, int end) {
+  return "L" + std::to_string(first) + "-" + std::to_string(end);
+}
 
 /// Middleman settings shared by every process of a job.
 struct net_options {

@@ -41,6 +41,13 @@ struct replica_spec {
   /// Per-receive limit: a replica waiting longer for a tensor reports a
   /// failure naming what it waited for.
   int64_t recv_timeout_ms = 60000;
+  /// Deployment generation: bumped by every recovery, so that reports and
+  /// failures of replicas from before a fault can be told apart.
+  int generation = 0;
+  /// Snapshot (weights + optimizer state) at the start of every step that
+  /// is a multiple of this, to the home device and to the backup device
+  /// (`peer_backup`); 0: never.
+  int64_t snapshot_every = 0;
 };
 
 nlohmann::json to_json(const replica_spec& spec);
@@ -57,9 +64,11 @@ void register_model_factory(
   std::function<models::sequential_model(const nlohmann::json&)> factory);
 
 /// Spawns a replica on a detached thread (LibTorch work must not block the
-/// scheduler). `weights` is the encoded `range_state` of its layers.
-/// Throws std::invalid_argument naming the problem for a bad spec/weights.
+/// scheduler). `state` is an encoded stage state (stage_state.hpp) covering
+/// its layers, with or without optimizer state; `home` is the device actor
+/// that keeps its local snapshots (may be null).
+/// Throws std::invalid_argument naming the problem for a bad spec/state.
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& weights);
+                         const std::string& state, caf::actor home = {});
 
 } // namespace asteroid::actors

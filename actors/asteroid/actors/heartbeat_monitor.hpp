@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// Application heartbeats (issue #5): CAF reports a *closed* connection as a
+/// down message, but a hung process (SIGSTOP) or a silent network cut keeps
+/// its connection open, and CAF 0.17's own middleman heartbeats only close
+/// a connection after its (long) connection timeout. The supervisor pings
+/// every device each `interval` and declares a device dead once it has not
+/// answered for `misses` intervals. Pure bookkeeping: the caller owns the
+/// clock and the messages, so this is testable without actors.
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace asteroid::actors {
+
+class heartbeat_monitor {
+public:
+  using clock = std::chrono::steady_clock;
+
+  heartbeat_monitor(int devices, std::chrono::milliseconds interval, int misses);
+
+  std::chrono::milliseconds interval() const { return interval_; }
+  int misses() const { return misses_; }
+  /// Silence after which a device counts as dead: interval × misses.
+  std::chrono::milliseconds tolerance() const { return interval_ * misses_; }
+
+  /// Starts (or restarts, e.g. after a long deployment during which pings
+  /// were not sent) the clock of every device still alive.
+  void reset(clock::time_point now);
+  /// Call before pinging again after a pause (the supervisor was deploying
+  /// or checkpointing and sent no pings): when a whole round was skipped,
+  /// the silence was ours, so every live device's clock restarts.
+  void catch_up(clock::time_point now) {
+    if (now > next_ping_ + interval_)
+      reset(now);
+  }
+  /// True when it is time to ping; then call `pinged`.
+  bool due(clock::time_point now) const { return now >= next_ping_; }
+  /// Sequence number of the ping round just sent.
+  int64_t pinged(clock::time_point now);
+  clock::time_point next_ping() const { return next_ping_; }
+  /// Device `d` answered ping `seq`.
+  void answered(int d, int64_t seq, clock::time_point now);
+  /// Devices silent for longer than the tolerance and not yet reported;
+  /// each is reported once (then treated as dead).
+  std::vector<int> newly_dead(clock::time_point now);
+  /// Marks `d` dead for another reason (its connection closed).
+  void mark_dead(int d);
+  bool dead(int d) const { return dead_.at(static_cast<size_t>(d)); }
+  /// Brings `d` back (a node that re-joined).
+  void revive(int d, clock::time_point now);
+  /// When `d` last answered.
+  clock::time_point last_seen(int d) const {
+    return last_seen_.at(static_cast<size_t>(d));
+  }
+
+private:
+  std::chrono::milliseconds interval_;
+  int misses_;
+  int64_t seq_ = 0;
+  clock::time_point next_ping_{};
+  std::vector<clock::time_point> last_seen_;
+  std::vector<bool> dead_;
+};
+
+} // namespace asteroid::actors

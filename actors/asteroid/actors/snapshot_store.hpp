@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// What a node keeps for fault tolerance: encoded stage states by layer
+/// range and version (the step they precede). A node holds the snapshots of
+/// its own replicas and the replica of a neighbouring stage; after a loss the
+/// supervisor restores every stage from these at one common version, so
+/// replay starts from a consistent mini-batch boundary.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace asteroid::actors {
+
+class snapshot_store {
+public:
+  /// Versions kept per key: the newest may be incomplete elsewhere (a
+  /// neighbour died while sending its copy), so one older stays usable.
+  explicit snapshot_store(int keep = 2) : keep_(keep) {}
+
+  /// Stores `state` under `key` ("L<first>-<end>") at `version`; returns an
+  /// error text (and stores nothing) for a malformed key or version.
+  std::string put(const std::string& key, int64_t version, std::string state);
+  std::optional<std::string> get(const std::string& key, int64_t version) const;
+  /// {"L0-3": [4, 5], ...}: the versions held per key.
+  nlohmann::json inventory() const;
+  /// One encoded stage state for layers [first, end) at `version`, merged
+  /// from held ranges that tile it exactly; empty when they do not.
+  std::string assemble(int first, int end, int64_t version) const;
+  size_t bytes() const;
+
+  /// Parses "L<first>-<end>"; false for anything else.
+  static bool parse_key(const std::string& key, int& first, int& end);
+
+private:
+  int keep_;
+  std::map<std::string, std::map<int64_t, std::string>> entries_;
+};
+
+} // namespace asteroid::actors

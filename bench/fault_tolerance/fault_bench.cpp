@@ -1,0 +1,215 @@
+// Recovery benchmark (issue #5). One invocation runs the same fault (a node
+// of a replicated stage is SIGKILLed at a fixed step) under each recovery
+// mode on a fresh local cluster, plus a fault-free run of a fresh plan on
+// the survivors, and prints side by side:
+//   detection time, time from the kill to the first completed step, the
+//   recovery's own time, steps re-run, and throughput after recovery as a
+//   fraction of the fresh plan's.
+// Nodes are local processes on loopback; "slowdown" factors are emulated.
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/data/make_dataset.hpp"
+#include "asteroid/planner/json_io.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+
+using namespace asteroid;
+using nlohmann::json;
+
+namespace {
+
+struct outcome {
+  std::string mode;
+  double detect_s = -1, resumed_s = -1, recover_s = -1;
+  int64_t rerun = 0;
+  double after_sps = 0;   ///< median samples/s of the steps after recovery
+  double before_sps = 0;  ///< median samples/s before the fault
+  std::vector<double> timeline; ///< per-step samples/s
+};
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+const json* event(const actors::job_result& r, const std::string& what) {
+  for (auto& e : r.fault_events)
+    if (e["event"] == what)
+      return &e;
+  return nullptr;
+}
+
+actors::job_result run(actors::job_spec job, int nodes, uint16_t port,
+                       const std::vector<double>& slowdowns,
+                       std::shared_ptr<data::dataset> train) {
+  actors::local_cluster::options o;
+  o.exe = ASTEROID_CLI_PATH;
+  o.nodes = nodes;
+  o.base_port = port;
+  o.slowdowns = slowdowns;
+  actors::local_cluster cluster{o};
+  job.nodes = cluster.endpoints();
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> devices;
+  for (auto& n : job.nodes) {
+    auto [host, p] = actors::parse_endpoint(n);
+    devices.push_back(actors::connect(sys, host, p, std::chrono::seconds(3)));
+  }
+  torch::manual_seed(job.seed);
+  auto model = actors::build_model(job.model, job.model_options);
+  return actors::run_job(sys, job, devices, model, train, nullptr);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Asteroid recovery benchmark: lightweight replay vs heavy "
+               "re-plan vs restart-from-checkpoint for the same fault"};
+  std::string model = "cnn";
+  int64_t steps = 40, fault_step = 17, batch = 64, checkpoint_every = 10;
+  int micro = 4;
+  uint16_t port = 47600;
+  std::string csv = "fault_bench.csv";
+  std::vector<double> slowdowns{1, 1, 1.5, 1.5};
+  app.add_option("--model", model, "model (cnn, mlp, ...)");
+  app.add_option("--steps", steps, "steps per run");
+  app.add_option("--fault-step", fault_step, "step at which node 3 is killed");
+  app.add_option("--batch", batch, "mini-batch size");
+  app.add_option("--micro-batches", micro, "micro-batches");
+  app.add_option("--checkpoint-every", checkpoint_every,
+                 "restart baseline: checkpoint period in steps");
+  app.add_option("--slowdown", slowdowns, "emulated slowdown of the 4 nodes")
+    ->expected(4);
+  app.add_option("--base-port", port, "first of 20 ports used");
+  app.add_option("--csv", csv, "per-step throughput of every run");
+  CLI11_PARSE(app, argc, argv);
+  if (std::string(ASTEROID_CLI_PATH).empty()) {
+    std::fprintf(stderr, "fault_bench: the asteroid program is not built\n");
+    return 2;
+  }
+  data::dataset_options dopts;
+  dopts.count = batch * steps;
+  dopts.shape = {1, 28, 28};
+  dopts.num_classes = 10;
+  dopts.seed = 7;
+  auto train = data::make_dataset("synthetic-images", dopts);
+
+  actors::job_spec base;
+  base.model = model;
+  base.batch_size = batch;
+  base.micro_batches = micro;
+  base.optimizer.lr = 0.02;
+  base.optimizer.momentum = 0.9;
+  base.max_steps = steps;
+  base.evaluate = false;
+  base.progress = 0;
+  base.planner = "asteroid"; // profile + planner for re-planning decisions
+  // Stage 0 on nodes 0,1; stage 1 on nodes 2,3 (node 3 is killed).
+  torch::manual_seed(1);
+  auto L = static_cast<int>(actors::build_model(model, json::object())->size());
+  planner::plan p;
+  p.planner = "bench";
+  p.batch_size = batch;
+  p.micro_batches = micro;
+  auto mbs = batch / micro;
+  p.stages = {{0, L / 2, {0, 1}, {mbs / 2, mbs - mbs / 2}},
+              {L / 2, L, {2, 3}, {mbs / 2 + mbs / 8, mbs - mbs / 2 - mbs / 8}}};
+  base.plan = p;
+  actors::fault_spec kill;
+  kill.node = 3;
+  kill.step = fault_step;
+  kill.delay_ms = 30;
+  kill.action = "kill";
+
+  std::vector<outcome> rows;
+  std::vector<std::string> modes{"replay", "replan", "restart"};
+  for (size_t i = 0; i < modes.size(); ++i) {
+    auto job = base;
+    job.fault_tolerance.recovery = modes[i];
+    job.fault_tolerance.checkpoint_every = checkpoint_every;
+    job.fault_tolerance.checkpoint_path = "/tmp/asteroid-fault-bench.ckpt";
+    job.faults = {kill};
+    std::fprintf(stderr, "fault_bench: %s ...\n", modes[i].c_str());
+    auto r = run(job, 4, static_cast<uint16_t>(port + 5 * i), slowdowns, train);
+    outcome o;
+    o.mode = modes[i];
+    if (auto* e = event(r, "detected"))
+      o.detect_s = e->value("detect_s", -1.0);
+    if (auto* e = event(r, "resumed"))
+      o.resumed_s = e->value("since_fault_s", -1.0);
+    int64_t resume_from = steps;
+    if (auto* e = event(r, "recovered")) {
+      o.recover_s = (*e)["recover_s"].get<double>();
+      o.rerun = (*e)["failed_step"].get<int64_t>() - (*e)["resume_step"].get<int64_t>() + 1;
+      if ((*e)["mode"] != modes[i])
+        o.mode += " -> " + (*e)["mode"].get<std::string>();
+    }
+    // Steps recorded after the recovery: generation > 0, minus the first.
+    std::vector<double> before, after;
+    for (auto& it : r.iterations) {
+      o.timeline.push_back(it["samples_per_s"].get<double>());
+      (it["generation"].get<int>() > 0 ? after : before)
+        .push_back(it["samples_per_s"].get<double>());
+    }
+    if (!after.empty())
+      after.erase(after.begin());
+    (void) resume_from;
+    o.after_sps = median(after);
+    o.before_sps = median(before);
+    rows.push_back(o);
+  }
+  // Fresh plan on the three survivors, no fault.
+  std::fprintf(stderr, "fault_bench: fresh plan on the survivors ...\n");
+  auto fresh_job = base;
+  fresh_job.plan.reset();
+  auto fresh = run(fresh_job, 3, static_cast<uint16_t>(port + 15),
+                   {slowdowns[0], slowdowns[1], slowdowns[2]}, train);
+  std::vector<double> fs;
+  for (auto& it : fresh.iterations)
+    fs.push_back(it["samples_per_s"].get<double>());
+  if (!fs.empty())
+    fs.erase(fs.begin());
+  double fresh_sps = median(fs);
+
+  std::printf("\nRecovery benchmark: %s, batch %lld x %d micro-batches, %lld "
+              "steps, node3 (stage 1, replicated) SIGKILLed at step %lld; "
+              "local processes on loopback, emulated slowdowns",
+              model.c_str(), static_cast<long long>(batch), micro,
+              static_cast<long long>(steps), static_cast<long long>(fault_step));
+  for (auto s : slowdowns)
+    std::printf(" %.2g", s);
+  std::printf("\nfresh plan on the 3 survivors (%d stages): %.1f samples/s "
+              "(median step)\n\n",
+              fresh.plan.num_stages(), fresh_sps);
+  std::printf("| recovery | detect s | kill -> first step s | recovery s | "
+              "steps re-run | samples/s before | after | after / fresh |\n"
+              "|---|---|---|---|---|---|---|---|\n");
+  for (auto& o : rows)
+    std::printf("| %s | %.3f | %.3f | %.3f | %lld | %.1f | %.1f | %.2f |\n",
+                o.mode.c_str(), o.detect_s, o.resumed_s, o.recover_s,
+                static_cast<long long>(o.rerun), o.before_sps, o.after_sps,
+                fresh_sps > 0 ? o.after_sps / fresh_sps : 0.0);
+  if (rows.size() == 3 && rows[0].resumed_s > 0)
+    std::printf("\nrestart-from-checkpoint / lightweight replay, kill -> first "
+                "step: %.1fx\n",
+                rows[2].resumed_s / rows[0].resumed_s);
+  std::ofstream out{csv};
+  out << "mode,step,samples_per_s\n";
+  for (auto& o : rows)
+    for (size_t i = 0; i < o.timeline.size(); ++i)
+      out << o.mode << "," << i + 1 << "," << o.timeline[i] << "\n";
+  for (size_t i = 0; i < fs.size(); ++i)
+    out << "fresh," << i + 2 << "," << fs[i] << "\n";
+  std::printf("per-step throughput: %s\n", csv.c_str());
+  return 0;
+}

@@ -1,0 +1,139 @@
+// Unit tests of the fault-tolerance pieces that need no processes:
+// heartbeat bookkeeping, the node's snapshot store, stage states.
+#include "asteroid/actors/heartbeat_monitor.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/training/optimizer.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace asteroid;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+TEST_CASE("heartbeat_monitor: silent longer than interval x misses means dead") {
+  actors::heartbeat_monitor hb{3, 100ms, 4};
+  auto t = actors::heartbeat_monitor::clock::time_point{} + 1h;
+  hb.reset(t);
+  CHECK(hb.tolerance() == 400ms);
+  CHECK(hb.due(t));
+  auto round = hb.pinged(t);
+  CHECK_FALSE(hb.due(t + 50ms));
+  hb.answered(0, round, t + 10ms);
+  hb.answered(1, round, t + 10ms);
+  // device 2 never answers
+  CHECK(hb.newly_dead(t + 400ms).empty());
+  hb.answered(0, round, t + 350ms);
+  auto dead = hb.newly_dead(t + 401ms);
+  CHECK(dead == std::vector<int>{2});
+  CHECK(hb.newly_dead(t + 402ms).empty()); // reported once
+  CHECK(hb.dead(2));
+  CHECK(hb.newly_dead(t + 411ms) == std::vector<int>{1});
+  CHECK(hb.newly_dead(t + 751ms) == std::vector<int>{0});
+}
+
+TEST_CASE("heartbeat_monitor: ignores answers it never asked for, catches up "
+          "after a pause of its own") {
+  actors::heartbeat_monitor hb{1, 100ms, 2};
+  auto t = actors::heartbeat_monitor::clock::time_point{} + 1h;
+  hb.reset(t);
+  hb.pinged(t);
+  hb.answered(0, 99, t + 150ms); // a round never sent
+  hb.answered(7, 1, t + 150ms);  // no such device
+  // The supervisor was busy for a second and sent no pings: not the device's
+  // fault.
+  hb.catch_up(t + 1s);
+  CHECK(hb.newly_dead(t + 1s + 150ms).empty());
+  CHECK(hb.newly_dead(t + 1s + 201ms) == std::vector<int>{0});
+  hb.revive(0, t + 2s);
+  CHECK_FALSE(hb.dead(0));
+  CHECK_THROWS_WITH(actors::heartbeat_monitor(1, 0ms, 1),
+                    Catch::Contains("interval"));
+}
+
+TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
+          "bad keys") {
+  torch::manual_seed(1);
+  auto model = actors::build_model("mlp", json::object());
+  auto state = [&](int a, int b) {
+    return serialization::encode_tensors(
+      actors::capture_stage_state(model, a, b, nullptr));
+  };
+  actors::snapshot_store store{2};
+  CHECK(store.put("L0-1", 3, state(0, 1)).empty());
+  CHECK(store.put("L1-3", 3, state(1, 3)).empty());
+  CHECK(store.put("L0-1", 4, state(0, 1)).empty());
+  CHECK(store.put("L0-1", 5, state(0, 1)).empty());
+  CHECK_FALSE(store.get("L0-1", 3)); // only two versions kept
+  CHECK(store.get("L0-1", 4));
+  CHECK(store.inventory() == json{{"L0-1", {4, 5}}, {"L1-3", {3}}});
+  CHECK_THAT(store.put("layers", 1, "x"), Catch::Contains("bad snapshot key"));
+  CHECK_THAT(store.put("L3-1", 1, "x"), Catch::Contains("bad snapshot key"));
+  CHECK_THAT(store.put("L0-1", -2, "x"), Catch::Contains("version"));
+  // Tiling: [0, 3) at version 3 needs L0-1@3, which was dropped.
+  CHECK(store.assemble(0, 3, 3).empty());
+  CHECK(store.put("L0-1", 3, state(0, 1)).empty()); // older than both kept
+  CHECK_FALSE(store.get("L0-1", 3));
+  CHECK(store.assemble(1, 3, 3) == *store.get("L1-3", 3));
+  actors::snapshot_store fresh;
+  CHECK(fresh.put("L0-1", 3, state(0, 1)).empty());
+  CHECK(fresh.put("L1-3", 3, state(1, 3)).empty());
+  auto merged = fresh.assemble(0, 3, 3);
+  REQUIRE_FALSE(merged.empty());
+  auto other = actors::build_model("mlp", json::object());
+  actors::load_stage_state(other, 0, 3, nullptr,
+                           serialization::decode_tensors(merged));
+  for (auto& [name, t] : model->range_state(0, 3))
+    for (auto& [n2, t2] : other->range_state(0, 3))
+      if (name == n2)
+        CHECK(torch::equal(t, t2));
+  CHECK(fresh.assemble(0, 2, 3).empty()); // L1-3 does not fit inside [0, 2)
+  int a = 0, b = 0;
+  CHECK(actors::snapshot_store::parse_key("L12-40", a, b));
+  CHECK((a == 12 && b == 40));
+  CHECK_FALSE(actors::snapshot_store::parse_key("L1-2x", a, b));
+}
+
+TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
+  torch::manual_seed(2);
+  auto model = actors::build_model("mlp", json::object());
+  training::optimizer_options o;
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  auto L = static_cast<int>(model->size());
+  // Two stages, each with its own optimizer, take one step.
+  auto x = torch::randn({4, 1, 28, 28});
+  auto p0 = model->range_parameters(0, 1), p1 = model->range_parameters(1, L);
+  auto opt0 = training::make_optimizer(o, p0);
+  auto opt1 = training::make_optimizer(o, p1);
+  model->forward(x).sum().backward();
+  opt0->step();
+  opt1->step();
+  auto s0 = actors::capture_stage_state(model, 0, 1, opt0.get());
+  auto s1 = actors::capture_stage_state(model, 1, L, opt1.get());
+  // One replica now runs all layers (a lost stage merged into its neighbour).
+  auto merged = s0;
+  merged.insert(merged.end(), s1.begin(), s1.end());
+  auto copy = actors::build_model("mlp", json::object());
+  auto opt = training::make_optimizer(o, copy->range_parameters(0, L));
+  actors::load_stage_state(copy, 0, L, opt.get(), merged);
+  // Same next step on both sides: same weights.
+  auto y = torch::randn({4, 1, 28, 28});
+  for (auto* m : {&model, &copy})
+    (*m)->zero_grad();
+  model->forward(y).sum().backward();
+  copy->forward(y).sum().backward();
+  opt0->step();
+  opt1->step();
+  opt->step();
+  auto a = model->range_state(0, L), b = copy->range_state(0, L);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(torch::equal(a[i].second, b[i].second));
+  // A range the state does not cover is named.
+  auto part = actors::select_stage_state(model, 0, 1, s0);
+  CHECK_FALSE(actors::covers(model, 0, L, part));
+  CHECK_THROWS_WITH(actors::load_stage_state(copy, 0, L, opt.get(), part),
+                    Catch::Contains("missing"));
+}

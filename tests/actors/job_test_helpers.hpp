@@ -1,0 +1,143 @@
+#pragma once
+// Helpers shared by the runtime and fault-tolerance tests: synthetic data,
+// the single-device reference run, plans, jobs and local clusters.
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/data/make_dataset.hpp"
+#include "asteroid/data/sampler.hpp"
+#include "asteroid/training/optimizer.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace asteroid::test {
+
+using nlohmann::json;
+
+inline std::shared_ptr<data::dataset> synthetic(int64_t count) {
+  data::dataset_options o;
+  o.count = count;
+  o.shape = {1, 28, 28};
+  o.num_classes = 10;
+  o.seed = 7;
+  return data::make_dataset("synthetic-images", o);
+}
+
+inline models::sequential_model fresh_model(const std::string& name, uint64_t seed) {
+  torch::manual_seed(seed);
+  return actors::build_model(name, json::object());
+}
+
+/// Single-device training on the same data order. `accumulate` > 1 runs each
+/// mini-batch as that many micro-batches with summed gradients (what the
+/// pipeline does, which only matters for BatchNorm).
+inline models::sequential_model reference(const actors::job_spec& job,
+                                   const data::dataset& train,
+                                   int accumulate = 1) {
+  auto model = fresh_model(job.model, job.seed);
+  model->train();
+  auto opt = training::make_optimizer(job.optimizer, model->parameters());
+  data::sampler order{train.size(), job.seed};
+  int64_t step = 0;
+  for (int64_t epoch = 0; step < job.max_steps; ++epoch)
+    for (auto& idx : order.batches(epoch, job.batch_size, true)) {
+      if (step++ >= job.max_steps)
+        break;
+      auto b = train.get_batch(idx);
+      opt->zero_grad();
+      auto mbs = job.batch_size / accumulate;
+      for (int m = 0; m < accumulate; ++m) {
+        auto out = model->forward(b.inputs.slice(0, m * mbs, (m + 1) * mbs));
+        auto loss = torch::nn::functional::cross_entropy(
+                      out, b.targets.slice(0, m * mbs, (m + 1) * mbs),
+                      torch::nn::functional::CrossEntropyFuncOptions()
+                        .reduction(torch::kSum))
+                    / static_cast<double>(job.batch_size);
+        loss.backward();
+      }
+      opt->step();
+    }
+  return model;
+}
+
+inline double max_abs_diff(const models::sequential_model& a,
+                    const models::sequential_model& b) {
+  auto sa = a->range_state(0), sb = b->range_state(0);
+  REQUIRE(sa.size() == sb.size());
+  double worst = 0;
+  for (size_t i = 0; i < sa.size(); ++i) {
+    REQUIRE(sa[i].first == sb[i].first);
+    worst = std::max(worst, (sa[i].second.to(torch::kDouble)
+                             - sb[i].second.to(torch::kDouble))
+                              .abs()
+                              .max()
+                              .item<double>());
+  }
+  return worst;
+}
+
+inline planner::plan make_plan(int64_t batch, int micro,
+                        std::vector<planner::stage_plan> stages) {
+  planner::plan p;
+  p.planner = "test";
+  p.batch_size = batch;
+  p.micro_batches = micro;
+  p.stages = std::move(stages);
+  return p;
+}
+
+inline actors::job_spec base_job(const std::string& model, planner::plan p) {
+  actors::job_spec job;
+  job.model = model;
+  job.batch_size = p.batch_size;
+  job.micro_batches = p.micro_batches;
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.max_steps = 20;
+  job.seed = 3;
+  job.plan = p;
+  job.evaluate = false;
+  job.progress = 0;
+  job.step_timeout_ms = 30000;
+  return job;
+}
+
+inline actors::local_cluster::options cluster_options(int nodes, uint16_t port) {
+  actors::local_cluster::options o;
+  o.exe = ASTEROID_CLI_PATH;
+  if (o.exe.empty())
+    FAIL("the asteroid program (target asteroid_cli) is not part of this build");
+  o.nodes = nodes;
+  o.base_port = port;
+  o.log_dir = std::string(ASTEROID_TEST_TMP) + "/actors-" + std::to_string(port);
+  return o;
+}
+
+inline actors::job_result run_on_cluster(actors::job_spec job,
+                                  const actors::local_cluster& cluster,
+                                  std::shared_ptr<data::dataset> train) {
+  job.nodes = cluster.endpoints();
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> devices;
+  for (auto& n : job.nodes) {
+    auto [host, port] = actors::parse_endpoint(n);
+    devices.push_back(
+      actors::connect(sys, host, port, std::chrono::milliseconds(3000)));
+  }
+  return actors::run_job(sys, job, devices, fresh_model(job.model, job.seed),
+                         train, nullptr);
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+} // namespace asteroid::test
