@@ -2,6 +2,7 @@
 
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/node.hpp"
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
@@ -123,7 +124,10 @@ private:
   void read_capabilities();
   std::optional<planner::model_profile> known_profile();
   const planner::model_profile& profile();
+  /// The cluster the planner sees: measured links or the reports, with
+  /// drift corrections.
   planner::cluster full_cluster() const;
+  planner::cluster reported_cluster() const;
   planner::plan fresh_plan_on_survivors();
   planner::plan initial_plan();
 
@@ -149,6 +153,8 @@ private:
   int64_t recover(const std::set<int>& lost, int64_t failed_step);
   void save_checkpoint(int64_t step);
   bool rejoin(int64_t step);
+  bool track_speed(int64_t step, const std::vector<json>& reports);
+  void replan_at_boundary(int64_t step, const std::string& event, json rec);
 
   caf::actor_system& sys_;
   caf::scoped_actor self_;
@@ -166,6 +172,8 @@ private:
   std::set<int> returned_; ///< dead devices that answer heartbeats again
   std::set<int> reported_lost_; ///< named in a "recovered" event already
   std::optional<planner::model_profile> profile_;
+  /// Measured cluster (capabilities + link matrix), when links are measured.
+  std::optional<planner::cluster> links_;
   planner::plan plan_;
   int generation_ = 0;
   std::vector<std::vector<replica_ref>> stages_;
@@ -176,6 +184,18 @@ private:
   std::optional<clock::time_point> last_fault_; ///< last injected fault
   /// Set by a recovery: the next completed step emits "resumed".
   std::optional<clock::time_point> awaiting_resume_;
+  /// The step a fault interrupted: its completion emits "caught_up".
+  std::optional<int64_t> catch_up_step_;
+  /// Per device: compute seconds per step right after a deployment.
+  struct speed_track {
+    int generation = -1;
+    int seen = 0;
+    std::vector<double> baseline;
+    int streak = 0;
+  };
+  std::map<int, speed_track> speed_track_;
+  /// Measured speed corrections (drift), multiplied into the cluster.
+  std::vector<double> speed_scale_;
   int64_t checkpoint_step_ = -1;
   job_result result_;
 };
@@ -229,8 +249,14 @@ const planner::model_profile& supervisor::profile() {
       popts.repeats = 3;
       // A fresh copy: profiling runs forward passes, which would move
       // BatchNorm statistics of the weights we deploy.
-      auto probe = build_model(job_.model, job_.model_options);
-      profile_ = training::profile_model(probe, job_.model, popts);
+      if (job_.profile_node >= 0) {
+        profile_ = profile_on_node(sys_, devices_.at(job_.profile_node),
+                                   job_.model, job_.model_options, popts,
+                                   milliseconds(job_.step_timeout_ms));
+      } else {
+        auto probe = build_model(job_.model, job_.model_options);
+        profile_ = training::profile_model(probe, job_.model, popts);
+      }
     }
   } catch (const std::exception& e) {
     throw std::runtime_error("planner '" + name + "': profiling model '"
@@ -245,10 +271,21 @@ const planner::model_profile& supervisor::profile() {
 }
 
 planner::cluster supervisor::full_cluster() const {
+  auto c = links_ ? *links_ : reported_cluster();
+  for (size_t d = 0; d < c.devices.size() && d < speed_scale_.size(); ++d)
+    c.devices[d].speed *= speed_scale_[d];
+  return c;
+}
+
+planner::cluster supervisor::reported_cluster() const {
+  // Speeds are relative to where the profile was taken.
+  double reference = job_.profile_node >= 0
+                       ? caps_.at(job_.profile_node).value("slowdown", 1.0)
+                       : 1.0;
   std::vector<planner::device_spec> specs;
   for (size_t d = 0; d < devices_.size(); ++d)
     specs.push_back({name_of(static_cast<int>(d)), "local",
-                     1.0 / caps_[d].value("slowdown", 1.0),
+                     reference / caps_[d].value("slowdown", 1.0),
                      caps_[d].value("memory_bytes", int64_t{4} << 30),
                      d < job_.nodes.size() ? job_.nodes[d] : ""});
   return planner::cluster::uniform("job", specs, 1e9);
@@ -266,6 +303,11 @@ planner::plan supervisor::fresh_plan_on_survivors() {
   if (alive.empty())
     throw std::runtime_error("no device left");
   auto c = planner::cluster::uniform("survivors", specs, 1e9);
+  for (size_t i = 0; i < alive.size(); ++i)
+    for (size_t j = 0; j < alive.size(); ++j) {
+      c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];
+      c.latency_s[i][j] = all.latency_s[alive[i]][alive[j]];
+    }
   auto name = job_.planner.empty() ? std::string("asteroid") : job_.planner;
   auto p = planner::make_planner(name)->make_plan(profile(), c, job_.batch_size);
   for (auto& st : p.stages)
@@ -793,6 +835,8 @@ void supervisor::drain_losses(int64_t step) {
 int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   auto t_begin = clock::now();
   awaiting_resume_ = t_begin;
+  if (!catch_up_step_ || failed_step > *catch_up_step_)
+    catch_up_step_ = failed_step;
   std::vector<std::string> names;
   for (int d : lost) {
     dead_.insert(d);
@@ -895,6 +939,24 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   return src.version;
 }
 
+void supervisor::replan_at_boundary(int64_t step, const std::string& event,
+                                    json rec) {
+  auto t_begin = clock::now();
+  // The state after the last completed step, straight from the replicas.
+  state_source src;
+  src.version = step;
+  src.full = gather_full_state();
+  stop_replicas();
+  ++generation_;
+  auto next = fresh_plan_on_survivors();
+  deploy(next, src);
+  plan_ = next;
+  rec["step"] = step;
+  rec["recover_s"] = seconds_between(t_begin, clock::now());
+  rec["plan"] = json(plan_);
+  fault_event(event, rec);
+}
+
 bool supervisor::rejoin(int64_t step) {
   // A device that answers again is admitted at this mini-batch boundary.
   std::set<int> back;
@@ -904,27 +966,61 @@ bool supervisor::rejoin(int64_t step) {
   returned_.clear();
   if (back.empty() || !snapshots_on() || !known_profile())
     return false;
-  auto t_begin = clock::now();
-  // The state after the last completed step, straight from the replicas.
-  state_source src;
-  src.version = step;
-  src.full = gather_full_state();
+  std::vector<std::string> names;
   for (int d : back) {
     dead_.erase(d);
     heartbeats_.revive(d, clock::now());
-  }
-  stop_replicas();
-  ++generation_;
-  auto next = fresh_plan_on_survivors();
-  deploy(next, src);
-  plan_ = next;
-  std::vector<std::string> names;
-  for (int d : back)
     names.push_back(name_of(d));
-  fault_event("rejoined", {{"nodes", names},
-                           {"step", step},
-                           {"recover_s", seconds_between(t_begin, clock::now())},
-                           {"plan", json(plan_)}});
+  }
+  replan_at_boundary(step, "rejoined", {{"nodes", names}});
+  return true;
+}
+
+bool supervisor::track_speed(int64_t step, const std::vector<json>& reports) {
+  // FTPipeHD-style: a device whose compute time per step drifts from what
+  // it took right after this deployment (same work, same shares) by more
+  // than drift_factor for drift_steps steps in a row gets its speed
+  // rescaled and the job is re-planned. Relative to its own baseline, so
+  // profiling error and host noise that were there from the start do not
+  // count as drift.
+  if (ft().drift_factor <= 1.0 || !snapshots_on() || !known_profile())
+    return false;
+  std::map<int, double> busy;
+  for (auto& rep : reports) {
+    int s = rep["stage"], r = rep["replica"];
+    busy[stages_[s][r].device] += rep["busy_s"].get<double>();
+  }
+  int drifted = -1;
+  double ratio = 1.0;
+  for (auto& [d, b] : busy) {
+    auto& t = speed_track_[d];
+    if (t.generation != generation_)
+      t = {generation_, 0, {}, 0};
+    // The first steps of a deployment warm up (allocator, kernel choice):
+    // skip two, then the next three are the baseline.
+    if (++t.seen <= 2)
+      continue;
+    if (t.baseline.size() < 3) {
+      t.baseline.push_back(b);
+      continue;
+    }
+    auto base = t.baseline;
+    std::sort(base.begin(), base.end());
+    double r = b / std::max(base[1], 1e-9);
+    bool off = r > ft().drift_factor || r < 1.0 / ft().drift_factor;
+    t.streak = off ? t.streak + 1 : 0;
+    if (t.streak >= ft().drift_steps && drifted < 0) {
+      drifted = d;
+      ratio = r;
+    }
+  }
+  if (drifted < 0)
+    return false;
+  speed_scale_[drifted] /= ratio;
+  replan_at_boundary(step, "drift",
+                     {{"node", name_of(drifted)},
+                      {"busy_ratio", ratio},
+                      {"speed_scale", speed_scale_[drifted]}});
   return true;
 }
 
@@ -932,6 +1028,18 @@ bool supervisor::rejoin(int64_t step) {
 
 job_result supervisor::run() {
   read_capabilities();
+  speed_scale_.assign(devices_.size(), 1.0);
+  if (!job_.plan && job_.measure_links
+      && job_.nodes.size() == devices_.size()) {
+    link_probe_options lp;
+    lp.timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
+    links_ = measure_cluster(sys_, devices_, job_.nodes,
+                             std::max(job_.profile_node, 0), lp);
+    if (job_.profile_node < 0) // profiled here, at slowdown 1
+      for (size_t d = 0; d < devices_.size(); ++d)
+        links_->devices[d].speed = 1.0 / caps_[d].value("slowdown", 1.0);
+    metrics_.emit("links", {{"cluster", json(*links_)}});
+  }
   plan_ = initial_plan();
   link_nodes();
   if (ft().recovery == "restart" && ft().checkpoint_path.empty())
@@ -997,7 +1105,17 @@ job_result supervisor::run() {
         fault_event("resumed", rec);
         awaiting_resume_.reset();
       }
+      if (catch_up_step_ && step == *catch_up_step_) {
+        // Progress lost to the fault is made up: the interrupted step is done.
+        json rec{{"step", step + 1}};
+        if (last_fault_)
+          rec["since_fault_s"] = seconds_between(*last_fault_, clock::now());
+        fault_event("caught_up", rec);
+        catch_up_step_.reset();
+      }
       ++step;
+      if (step < total_steps)
+        track_speed(step, reports);
       auto elapsed = (t1 - t_start) * 1e-6;
       progress_.update("step " + std::to_string(step) + "/"
                          + std::to_string(total_steps),

@@ -52,7 +52,7 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
   object_reader field{j, where,
                       {"heartbeat_ms", "heartbeat_misses", "snapshot_every",
                        "recovery", "replan_threshold", "checkpoint",
-                       "checkpoint_every"}};
+                       "checkpoint_every", "drift_factor", "drift_steps"}};
   field("heartbeat_ms", o.heartbeat_ms);
   field("heartbeat_misses", o.heartbeat_misses);
   field("snapshot_every", o.snapshot_every);
@@ -60,6 +60,12 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
   field("replan_threshold", o.replan_threshold);
   field("checkpoint", o.checkpoint_path);
   field("checkpoint_every", o.checkpoint_every);
+  field("drift_factor", o.drift_factor);
+  field("drift_steps", o.drift_steps);
+  if (o.drift_factor != 0 && !(o.drift_factor > 1.0))
+    throw field.error("drift_factor must be 0 (off) or > 1");
+  if (o.drift_steps < 1)
+    throw field.error("drift_steps must be >= 1");
   if (o.heartbeat_ms < 1)
     throw field.error("heartbeat_ms must be >= 1");
   if (o.heartbeat_misses < 1)
@@ -125,7 +131,7 @@ job_spec parse_job(const json& j, const std::string& where) {
     "seed", "nodes", "plan", "planner", "schedule", "credit_window",
     "metrics", "trace", "trace_steps", "evaluate", "progress",
     "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-    "faults"};
+    "faults", "profile_node", "measure_links"};
   for (auto& [key, value] : j.items())
     if (!known.count(key))
       throw std::invalid_argument(where + ": unknown field '" + key + "'");
@@ -155,6 +161,8 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("nodes", s.nodes);
   field("planner", s.planner);
   field("profile", s.profile_path);
+  field("profile_node", s.profile_node);
+  field("measure_links", s.measure_links);
   field("schedule", s.schedule);
   field("credit_window", s.credit_window);
   field("metrics", s.metrics_path);
@@ -164,6 +172,10 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("progress", s.progress);
   field("connect_timeout_ms", s.connect_timeout_ms);
   field("step_timeout_ms", s.step_timeout_ms);
+  if (s.profile_node < -1 || s.profile_node >= static_cast<int>(s.nodes.size()))
+    throw std::invalid_argument(where + ": field 'profile_node': "
+                                + std::to_string(s.profile_node)
+                                + " is not -1 (here) or a node index");
   if (j.contains("fault_tolerance"))
     s.fault_tolerance = parse_fault_tolerance(j.at("fault_tolerance"),
                                               where + ": fault_tolerance");

@@ -2,11 +2,14 @@
 
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/profiler.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <unistd.h>
@@ -125,6 +128,82 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                 std::string{}};
       return {std::string{}, *bytes};
     },
+    [=](profile_atom, const std::string& request) -> caf::response_promise {
+      // Profiling takes seconds: a worker thread does it, so this device
+      // keeps answering heartbeats.
+      auto rp = self->make_response_promise();
+      auto opts = self->state.opts;
+      self->system().spawn<caf::detached>(
+        [rp, opts, request](caf::event_based_actor*) mutable {
+          try {
+            auto j = nlohmann::json::parse(request);
+            training::profiler_options po;
+            j.at("batch_sizes").get_to(po.batch_sizes);
+            j.at("warmup").get_to(po.warmup);
+            j.at("repeats").get_to(po.repeats);
+            po.optimizer = training::parse_optimizer(j.at("optimizer").get<std::string>());
+            po.slowdown = opts.slowdown;
+            po.device = opts.name;
+            auto name = j.at("model").get<std::string>();
+            auto model = build_model(name, j.at("model_options"));
+            auto profile = training::profile_model(model, name, po);
+            rp.deliver(std::string{}, nlohmann::json(profile).dump());
+          } catch (const std::exception& e) {
+            rp.deliver(opts.name + ": " + e.what(), std::string{});
+          }
+        });
+      return rp;
+    },
+    [=](echo_atom, const std::string& payload) {
+      return static_cast<int64_t>(payload.size());
+    },
+    [=](probe_atom, const std::string& endpoint, int64_t bytes,
+        int32_t repeats) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      auto name = self->state.opts.name;
+      self->system().spawn(
+        [rp, name, endpoint, bytes, repeats](caf::blocking_actor* w) mutable {
+          auto fail = [&](const std::string& why) {
+            rp.deliver(name + " -> " + endpoint + ": " + why, int64_t{0},
+                       int64_t{0});
+          };
+          if (bytes < 1 || bytes > (int64_t{1} << 30) || repeats < 1
+              || repeats > 100)
+            return fail("probe size or repeat count out of range");
+          caf::actor peer;
+          try {
+            auto [host, port] = parse_endpoint(endpoint);
+            peer = connect(w->system(), host, port, std::chrono::seconds(5));
+          } catch (const std::exception& e) {
+            return fail(e.what());
+          }
+          auto round_trip = [&](const std::string& payload) {
+            std::vector<double> times;
+            for (int i = 0; i < repeats; ++i) {
+              auto t0 = std::chrono::steady_clock::now();
+              bool ok = false;
+              w->request(peer, std::chrono::seconds(30), echo_atom::value,
+                         payload)
+                .receive([&](int64_t) { ok = true; }, [&](caf::error&) {});
+              if (!ok)
+                return -1.0;
+              times.push_back(std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count());
+            }
+            std::sort(times.begin(), times.end());
+            return times[times.size() / 2];
+          };
+          auto tiny = round_trip(std::string(1, 'x'));
+          auto big = round_trip(std::string(static_cast<size_t>(bytes), 'x'));
+          if (tiny < 0 || big < 0)
+            return fail("no echo within 30 s");
+          auto transfer = std::max(big - tiny, 1e-9);
+          rp.deliver(std::string{}, static_cast<int64_t>(tiny / 2 * 1e9),
+                     static_cast<int64_t>(static_cast<double>(bytes) / transfer));
+        });
+      return rp;
+    },
     [=](slow_atom, int32_t permille) {
       if (permille < 1000) {
         spdlog::error("{}: ignored slowdown {} permille (must be >= 1000)",
@@ -241,6 +320,7 @@ int run_node(const node_options& opts) {
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -300,6 +380,7 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       "--slowdown",
       std::to_string(pick(opts_.slowdowns, i, 1.0))};
     auto log = log_path(i);
+    auto parent = ::getpid();
     auto pid = ::fork();
     if (pid < 0) {
       stop();
@@ -312,6 +393,11 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
         ::dup2(fd, 2);
       }
       ::setpgid(0, 0); // a Ctrl-C on the terminal goes to the parent only
+      // If the owner dies without running our destructor (SIGKILL, crash),
+      // its nodes must not outlive it holding their ports.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent)
+        std::_Exit(1);
       std::vector<char*> argv;
       for (auto& a : args)
         argv.push_back(const_cast<char*>(a.c_str()));

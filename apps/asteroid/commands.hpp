@@ -15,6 +15,7 @@ void add_schedule_command(CLI::App& app);
 void add_node_command(CLI::App& app);
 void add_cluster_command(CLI::App& app);
 void add_job_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
 /// Runs a hybrid-pipeline job file (asteroid job --config; train --config).
 int run_job_file(const std::string& path);
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   asteroid::apps::add_train_command(app);
   asteroid::apps::add_models_command(app);
   asteroid::apps::add_profile_command(app);
+  asteroid::apps::add_probe_command(app);
   asteroid::apps::add_plan_command(app);
   asteroid::apps::add_schedule_command(app);
   asteroid::apps::add_node_command(app);

@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_options_json.hpp"
@@ -21,6 +22,7 @@ struct profile_args {
   std::string optimizer = "sgd";
   std::string out;
   int threads = 0;
+  std::string node; ///< profile on this node instead of here
 };
 
 } // namespace
@@ -62,6 +64,9 @@ void add_profile_command(CLI::App& app) {
     ->check(CLI::NonNegativeNumber);
   cmd->add_option("--out,-o", a->out, "Write the profile JSON here (default: "
                                       "stdout)");
+  cmd->add_option("--node", a->node,
+                  "Profile on the node at HOST:PORT (its CPU and its emulated "
+                  "slowdown) instead of on this machine");
   cmd->callback([a] {
     if (a->threads > 0)
       torch::set_num_threads(a->threads);
@@ -74,7 +79,21 @@ void add_profile_command(CLI::App& app) {
     auto model = models::make_model(a->model, options);
     a->profiler.batch_sizes = parse_batch_sizes(a->batch_sizes);
     a->profiler.optimizer = training::parse_optimizer(a->optimizer);
-    auto profile = training::profile_model(model, a->model, a->profiler);
+    planner::model_profile profile;
+    if (a->node.empty()) {
+      profile = training::profile_model(model, a->model, a->profiler);
+    } else {
+      caf::actor_system_config cfg;
+      actors::configure(cfg);
+      caf::actor_system sys{cfg};
+      auto [host, port] = actors::parse_endpoint(a->node);
+      auto device = actors::connect(sys, host, port, std::chrono::seconds(5));
+      auto options_json = a->options_json.empty()
+                            ? nlohmann::json::object()
+                            : nlohmann::json::parse(a->options_json);
+      profile = actors::profile_on_node(sys, device, a->model, options_json,
+                                        a->profiler, std::chrono::minutes(10));
+    }
     if (a->out.empty()) {
       nlohmann::json j = profile;
       std::cout << j.dump(2) << '\n';

@@ -11,6 +11,8 @@
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "asteroid/training/profiler.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -26,7 +28,7 @@ namespace {
 
 struct outcome {
   std::string mode;
-  double detect_s = -1, resumed_s = -1, recover_s = -1;
+  double detect_s = -1, resumed_s = -1, caught_up_s = -1, recover_s = -1;
   int64_t rerun = 0;
   double after_sps = 0;   ///< median samples/s of the steps after recovery
   double before_sps = 0;  ///< median samples/s before the fault
@@ -76,16 +78,18 @@ int main(int argc, char** argv) {
   CLI::App app{"Asteroid recovery benchmark: lightweight replay vs heavy "
                "re-plan vs restart-from-checkpoint for the same fault"};
   std::string model = "cnn";
-  int64_t steps = 40, fault_step = 17, batch = 64, checkpoint_every = 10;
-  int micro = 4;
+  int64_t steps = 60, fault_step = 45, batch = 64, checkpoint_every = 25;
+  int micro = 4; // for the profile's sizes; the planner picks the count
   uint16_t port = 47600;
   std::string csv = "fault_bench.csv";
-  std::vector<double> slowdowns{1, 1, 1.5, 1.5};
+  // Padding compute to 3-4.5x keeps the four processes from fighting over
+  // two cores, so the emulated devices, not the host, set the pace.
+  std::vector<double> slowdowns{3, 3, 4.5, 4.5};
   app.add_option("--model", model, "model (cnn, mlp, ...)");
   app.add_option("--steps", steps, "steps per run");
-  app.add_option("--fault-step", fault_step, "step at which node 3 is killed");
+  app.add_option("--fault-step", fault_step,
+                 "step at which a node of the plan is killed");
   app.add_option("--batch", batch, "mini-batch size");
-  app.add_option("--micro-batches", micro, "micro-batches");
   app.add_option("--checkpoint-every", checkpoint_every,
                  "restart baseline: checkpoint period in steps");
   app.add_option("--slowdown", slowdowns, "emulated slowdown of the 4 nodes")
@@ -114,19 +118,45 @@ int main(int argc, char** argv) {
   base.evaluate = false;
   base.progress = 0;
   base.planner = "asteroid"; // profile + planner for re-planning decisions
-  // Stage 0 on nodes 0,1; stage 1 on nodes 2,3 (node 3 is killed).
-  torch::manual_seed(1);
-  auto L = static_cast<int>(actors::build_model(model, json::object())->size());
-  planner::plan p;
-  p.planner = "bench";
-  p.batch_size = batch;
-  p.micro_batches = micro;
-  auto mbs = batch / micro;
-  p.stages = {{0, L / 2, {0, 1}, {mbs / 2, mbs - mbs / 2}},
-              {L / 2, L, {2, 3}, {mbs / 2 + mbs / 8, mbs - mbs / 2 - mbs / 8}}};
-  base.plan = p;
+  // One profile for every run, so that re-planning and the fresh plan on
+  // the survivors see the same numbers.
+  {
+    training::profiler_options po;
+    po.batch_sizes = {1, std::max<int64_t>(1, batch / micro / 4), batch / micro, batch};
+    torch::manual_seed(1);
+    auto m = actors::build_model(model, json::object());
+    auto prof = training::profile_model(m, model, po);
+    base.profile_path = "/tmp/asteroid-fault-bench-profile.json";
+    planner::save_model_profile_file(prof, base.profile_path);
+  }
+  // The Asteroid plan for the four emulated devices, under the cluster
+  // model the supervisor uses when links are not measured (speed = 1 /
+  // slowdown, 1 Gbit/s): the same model re-planning and the fresh plan use.
+  base.measure_links = false;
+  std::vector<planner::device_spec> specs;
+  for (size_t d = 0; d < slowdowns.size(); ++d)
+    specs.push_back({"node" + std::to_string(d), "local", 1.0 / slowdowns[d],
+                     int64_t{4} << 30, ""});
+  auto profile = planner::load_model_profile_file(base.profile_path);
+  auto plan = planner::make_planner("asteroid")->make_plan(
+    profile, planner::cluster::uniform("bench", specs, 1e9), batch);
+  base.plan = plan;
+  base.micro_batches = plan.micro_batches;
+  // The victim: the last member of a replicated stage if there is one (the
+  // common case), else the device of the last stage.
+  int victim = -1;
+  for (auto& st : plan.stages)
+    if (st.devices.size() > 1)
+      victim = st.devices.back();
+  if (victim < 0)
+    victim = plan.stages.back().devices.back();
+  if (victim == 0 && plan.stages.size() == 1) {
+    std::fprintf(stderr, "fault_bench: the plan uses one device; nothing to "
+                         "recover\n");
+    return 1;
+  }
   actors::fault_spec kill;
-  kill.node = 3;
+  kill.node = victim;
   kill.step = fault_step;
   kill.delay_ms = 30;
   kill.action = "kill";
@@ -147,6 +177,8 @@ int main(int argc, char** argv) {
       o.detect_s = e->value("detect_s", -1.0);
     if (auto* e = event(r, "resumed"))
       o.resumed_s = e->value("since_fault_s", -1.0);
+    if (auto* e = event(r, "caught_up"))
+      o.caught_up_s = e->value("since_fault_s", -1.0);
     int64_t resume_from = steps;
     if (auto* e = event(r, "recovered")) {
       o.recover_s = (*e)["recover_s"].get<double>();
@@ -172,8 +204,12 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "fault_bench: fresh plan on the survivors ...\n");
   auto fresh_job = base;
   fresh_job.plan.reset();
-  auto fresh = run(fresh_job, 3, static_cast<uint16_t>(port + 15),
-                   {slowdowns[0], slowdowns[1], slowdowns[2]}, train);
+  std::vector<double> survivors;
+  for (size_t d = 0; d < slowdowns.size(); ++d)
+    if (static_cast<int>(d) != victim)
+      survivors.push_back(slowdowns[d]);
+  auto fresh = run(fresh_job, 3, static_cast<uint16_t>(port + 15), survivors,
+                   train);
   std::vector<double> fs;
   for (auto& it : fresh.iterations)
     fs.push_back(it["samples_per_s"].get<double>());
@@ -181,28 +217,35 @@ int main(int argc, char** argv) {
     fs.erase(fs.begin());
   double fresh_sps = median(fs);
 
-  std::printf("\nRecovery benchmark: %s, batch %lld x %d micro-batches, %lld "
-              "steps, node3 (stage 1, replicated) SIGKILLed at step %lld; "
-              "local processes on loopback, emulated slowdowns",
-              model.c_str(), static_cast<long long>(batch), micro,
-              static_cast<long long>(steps), static_cast<long long>(fault_step));
+  nlohmann::json plan_json = plan;
+  std::printf("\nRecovery benchmark: %s, batch %lld, %lld steps, node%d "
+              "SIGKILLed at step %lld, restart baseline checkpoints every "
+              "%lld steps; local processes on loopback, emulated slowdowns",
+              model.c_str(), static_cast<long long>(batch),
+              static_cast<long long>(steps), victim,
+              static_cast<long long>(fault_step),
+              static_cast<long long>(checkpoint_every));
   for (auto s : slowdowns)
     std::printf(" %.2g", s);
-  std::printf("\nfresh plan on the 3 survivors (%d stages): %.1f samples/s "
+  std::printf("\nplan: %s\n", plan_json["stages"].dump().c_str());
+  std::printf("fresh plan on the 3 survivors (%d stages): %.1f samples/s "
               "(median step)\n\n",
               fresh.plan.num_stages(), fresh_sps);
-  std::printf("| recovery | detect s | kill -> first step s | recovery s | "
-              "steps re-run | samples/s before | after | after / fresh |\n"
-              "|---|---|---|---|---|---|---|---|\n");
+  std::printf("| recovery | detect s | recovery s | kill -> first step s | "
+              "kill -> interrupted step done s | steps re-run | samples/s "
+              "before | after | after / fresh |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
   for (auto& o : rows)
-    std::printf("| %s | %.3f | %.3f | %.3f | %lld | %.1f | %.1f | %.2f |\n",
-                o.mode.c_str(), o.detect_s, o.resumed_s, o.recover_s,
+    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %lld | %.1f | %.1f | %.2f |\n",
+                o.mode.c_str(), o.detect_s, o.recover_s, o.resumed_s,
+                o.caught_up_s,
                 static_cast<long long>(o.rerun), o.before_sps, o.after_sps,
                 fresh_sps > 0 ? o.after_sps / fresh_sps : 0.0);
-  if (rows.size() == 3 && rows[0].resumed_s > 0)
-    std::printf("\nrestart-from-checkpoint / lightweight replay, kill -> first "
-                "step: %.1fx\n",
-                rows[2].resumed_s / rows[0].resumed_s);
+  if (rows.size() == 3 && rows[0].resumed_s > 0 && rows[0].caught_up_s > 0)
+    std::printf("\nrestart-from-checkpoint / lightweight replay: kill -> first "
+                "step %.1fx, kill -> interrupted step done %.1fx\n",
+                rows[2].resumed_s / rows[0].resumed_s,
+                rows[2].caught_up_s / rows[0].caught_up_s);
   std::ofstream out{csv};
   out << "mode,step,samples_per_s\n";
   for (auto& o : rows)

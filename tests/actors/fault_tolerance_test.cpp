@@ -203,3 +203,25 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
   CHECK((*back)["step"].get<int64_t>() >= 8);
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
+
+TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
+          "without changing the math") {
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {4, 4}},
+                                              {2, 4, {2}, {8}}}));
+  job.planner = "asteroid"; // re-planning needs the planner
+  job.optimizer.lr = 0.02;
+  job.max_steps = 18;
+  actors::fault_spec slow = fault(1, 6, "slow", 0);
+  slow.slowdown = 8.0;
+  job.faults = {slow};
+  actors::local_cluster cluster{cluster_options(3, 47480)};
+  auto train = synthetic(job.batch_size * job.max_steps);
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == job.max_steps);
+  auto* drift = find_event(r, "drift");
+  REQUIRE(drift);
+  std::printf("[drift] %s\n", drift->dump().c_str());
+  CHECK((*drift)["node"] == "node1");
+  CHECK((*drift)["busy_ratio"].get<double>() > 2.0);
+  CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
+}

@@ -42,6 +42,11 @@ struct fault_tolerance_options {
   /// With "replay": when the patched plan's predicted round is more than
   /// this times the fresh plan's, re-plan instead (needs a profile).
   double replan_threshold = 1.5;
+  /// Re-plan when a device's compute time per step drifts from its value
+  /// right after the deployment by more than this factor (either way) for
+  /// `drift_steps` steps in a row; 0: never. Needs a profile.
+  double drift_factor = 2.0;
+  int drift_steps = 3;
   /// "restart" baseline: checkpoint file and period in steps.
   std::string checkpoint_path;
   int64_t checkpoint_every = 10;
@@ -80,6 +85,12 @@ struct job_spec {
   /// Layer profile for the planner (`asteroid profile -o`); empty: profile
   /// the model here with training::profile_model.
   std::string profile_path;
+  /// Planner mode: profile on this node (index into `nodes`, with its
+  /// emulated slowdown) instead of in this process (-1).
+  int profile_node = -1;
+  /// Planner mode: measure every link between nodes (bandwidth, latency)
+  /// instead of assuming 1 Gbit/s everywhere.
+  bool measure_links = true;
   std::string schedule = "1f1b";
   int credit_window = 0;         ///< 0: number of stages + 1
   std::string metrics_path;      ///< JSON lines ("-": stdout, empty: none)

@@ -19,6 +19,9 @@
 /// | `ast_fetch, string key, int64 version`         | device  | string err, string state |
 /// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
 /// | `ast_slow, int32 permille`                     | device, replica | -        |
+/// | `ast_prof, string request_json`                | device  | string err, string profile_json |
+/// | `ast_probe, string endpoint, int64 bytes, int32 repeats` | device | string err, int64 latency_ns, int64 bytes_per_s |
+/// | `ast_echo, string payload`                     | device  | int64 size       |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
 /// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
 /// | `ast_load, int64 step, string named_tensors`   | replica | -                |
@@ -62,6 +65,9 @@ using inventory_atom = caf::atom_constant<caf::atom("ast_inv")>;
 using fetch_atom = caf::atom_constant<caf::atom("ast_fetch")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("ast_hb")>;
 using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
+using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;
+using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
+using echo_atom = caf::atom_constant<caf::atom("ast_echo")>;
 
 /// Roles of `ast_peer` messages.
 enum peer_role : int32_t {

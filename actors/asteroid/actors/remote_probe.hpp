@@ -1,0 +1,56 @@
+#pragma once
+/// \file
+/// Measuring the cluster from the supervisor (issue #4): a layer profile
+/// taken *on a node* (its CPU, its emulated slowdown) and the bandwidth and
+/// latency of every link between nodes, measured over the same CAF path the
+/// runtime's tensors take.
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/model_profile.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors {
+
+/// Profiles zoo (or registered) model `model` on the node behind `device`.
+/// The node applies its own emulated slowdown and records its name as the
+/// profile's device. Throws std::runtime_error naming the node on failure.
+planner::model_profile profile_on_node(caf::actor_system& sys,
+                                       const caf::actor& device,
+                                       const std::string& model,
+                                       const nlohmann::json& model_options,
+                                       const training::profiler_options& opts,
+                                       std::chrono::milliseconds timeout);
+
+/// How links are probed.
+struct link_probe_options {
+  int64_t bytes = int64_t{1} << 20; ///< payload of the bandwidth probe
+  int repeats = 3;                  ///< the median round trip is kept
+  std::chrono::milliseconds timeout{10000};
+};
+
+/// One directed link, measured from its sending node.
+struct link_measurement {
+  double latency_s = 0;     ///< half the round trip of a tiny message
+  double bandwidth_Bps = 0; ///< probe bytes / (big round trip - tiny one)
+};
+
+/// Measures the link from node `from` to the node at `to_endpoint`.
+link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
+                              const std::string& to_endpoint,
+                              const link_probe_options& opts);
+
+/// A cluster of `devices` (capabilities from each node: name, memory, speed
+/// = reference slowdown / node slowdown) with a measured link matrix.
+/// `reference` is the device whose speed is 1 (the profiled one).
+planner::cluster measure_cluster(caf::actor_system& sys,
+                                 const std::vector<caf::actor>& devices,
+                                 const std::vector<std::string>& endpoints,
+                                 int reference, const link_probe_options& opts);
+
+} // namespace asteroid::actors

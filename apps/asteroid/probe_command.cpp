@@ -1,0 +1,74 @@
+#include "commands.hpp"
+
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/planner/json_io.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace asteroid::apps {
+
+namespace {
+
+struct probe_args {
+  std::vector<std::string> nodes;
+  int reference = 0;
+  int64_t bytes = int64_t{1} << 20;
+  int repeats = 3;
+  std::string out;
+};
+
+} // namespace
+
+void add_probe_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+    "probe", "Measure running nodes (capabilities, bandwidth and latency of "
+             "every link) and write a cluster file for `asteroid plan`");
+  auto a = std::make_shared<probe_args>();
+  cmd->add_option("--nodes", a->nodes, "HOST:PORT of every node")
+    ->required()
+    ->delimiter(',');
+  cmd->add_option("--reference", a->reference,
+                  "Index of the node whose speed is 1 (the one profiled)")
+    ->capture_default_str();
+  cmd->add_option("--bytes", a->bytes, "Payload of the bandwidth probe")
+    ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+    ->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "Round trips per probe (median kept)")
+    ->check(CLI::Range(1, 100))
+    ->capture_default_str();
+  cmd->add_option("--out,-o", a->out, "Write the cluster JSON here (default: "
+                                      "stdout)");
+  cmd->callback([a] {
+    if (a->reference < 0 || a->reference >= static_cast<int>(a->nodes.size()))
+      throw CLI::ValidationError("--reference", "must index one of --nodes");
+    caf::actor_system_config cfg;
+    actors::configure(cfg);
+    caf::actor_system sys{cfg};
+    std::vector<caf::actor> devices;
+    for (auto& n : a->nodes) {
+      auto [host, port] = actors::parse_endpoint(n);
+      devices.push_back(actors::connect(sys, host, port, std::chrono::seconds(5)));
+    }
+    actors::link_probe_options lp;
+    lp.bytes = a->bytes;
+    lp.repeats = a->repeats;
+    auto c = actors::measure_cluster(sys, devices, a->nodes, a->reference, lp);
+    for (int i = 0; i < c.size(); ++i)
+      for (int j = 0; j < c.size(); ++j)
+        if (i != j)
+          std::fprintf(stderr, "%s -> %s: %.1f MB/s, %.3f ms\n",
+                       c.devices[i].name.c_str(), c.devices[j].name.c_str(),
+                       c.bandwidth(i, j) / 1e6, c.latency(i, j) * 1e3);
+    nlohmann::json j = c;
+    if (a->out.empty()) {
+      std::cout << j.dump(2) << '\n';
+    } else {
+      planner::save_cluster_file(c, a->out);
+      std::fprintf(stderr, "wrote %s (%d devices)\n", a->out.c_str(), c.size());
+    }
+  });
+}
+
+} // namespace asteroid::apps

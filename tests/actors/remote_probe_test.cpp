@@ -1,0 +1,64 @@
+// Measuring the cluster from the supervisor: a profile taken on a node
+// (with its emulated slowdown) and the link matrix between nodes.
+#include "asteroid/actors/remote_probe.hpp"
+#include "job_test_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace asteroid;
+using namespace asteroid::test;
+
+TEST_CASE("a node profiles a model with its own slowdown, and links between "
+          "nodes are measured") {
+  auto opts = cluster_options(3, 47380);
+  opts.slowdowns = {1.0, 3.0, 1.0};
+  actors::local_cluster cluster{opts};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<caf::actor> devices;
+  for (auto& n : cluster.endpoints()) {
+    auto [host, port] = actors::parse_endpoint(n);
+    devices.push_back(actors::connect(sys, host, port, std::chrono::seconds(3)));
+  }
+  training::profiler_options po;
+  po.batch_sizes = {1, 8};
+  po.repeats = 3;
+  auto prof = actors::profile_on_node(sys, devices[1], "mlp", json::object(),
+                                      po, std::chrono::seconds(60));
+  CHECK(prof.num_layers() == 3);
+  CHECK_THAT(prof.device, Catch::Contains("node1")
+                            && Catch::Contains("emulated slowdown x3"));
+  for (auto& l : prof.layers)
+    CHECK(l.forward_s.back() > 0);
+  // A model the node cannot build is an error naming the node, not a crash.
+  CHECK_THROWS_WITH(actors::profile_on_node(sys, devices[1], "no-such-model",
+                                            json::object(), po,
+                                            std::chrono::seconds(20)),
+                    Catch::Contains("node1"));
+  actors::link_probe_options lp;
+  lp.bytes = 1 << 20;
+  lp.repeats = 3;
+  auto c = actors::measure_cluster(sys, devices, cluster.endpoints(), 1, lp);
+  REQUIRE(c.size() == 3);
+  // Speeds relative to the profiled node (slowdown 3): the others are 3x.
+  CHECK(c.devices[0].speed == Approx(3.0));
+  CHECK(c.devices[1].speed == Approx(1.0));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      if (i != j) {
+        INFO(i << " -> " << j << ": " << c.bandwidth(i, j) << " B/s, "
+                << c.latency(i, j) << " s");
+        // Loopback through CAF: far above 1 MB/s, below 100 GB/s, and a
+        // latency under 100 ms.
+        CHECK(c.bandwidth(i, j) > 1e6);
+        CHECK(c.bandwidth(i, j) < 1e11);
+        CHECK(c.latency(i, j) > 0);
+        CHECK(c.latency(i, j) < 0.1);
+      }
+  std::printf("[links] node0 -> node1: %.1f MB/s, %.3f ms one way\n",
+              c.bandwidth(0, 1) / 1e6, c.latency(0, 1) * 1e3);
+  // A probe to an endpoint nobody listens on fails, naming it.
+  CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], "127.0.0.1:47389", lp),
+                    Catch::Contains("127.0.0.1:47389"));
+}
