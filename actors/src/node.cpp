@@ -75,6 +75,17 @@ caf::actor connect(caf::actor_system& sys, const std::string& host,
   return result;
 }
 
+std::vector<caf::actor> connect_all(caf::actor_system& sys,
+                                    const std::vector<std::string>& endpoints,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<caf::actor> out;
+  for (auto& e : endpoints) {
+    auto [host, port] = parse_endpoint(e);
+    out.push_back(connect(sys, host, port, timeout));
+  }
+  return out;
+}
+
 namespace {
 
 struct device_state {

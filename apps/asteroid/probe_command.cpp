@@ -46,11 +46,7 @@ void add_probe_command(CLI::App& app) {
     caf::actor_system_config cfg;
     actors::configure(cfg);
     caf::actor_system sys{cfg};
-    std::vector<caf::actor> devices;
-    for (auto& n : a->nodes) {
-      auto [host, port] = actors::parse_endpoint(n);
-      devices.push_back(actors::connect(sys, host, port, std::chrono::seconds(5)));
-    }
+    auto devices = actors::connect_all(sys, a->nodes, std::chrono::seconds(5));
     actors::link_probe_options lp;
     lp.bytes = a->bytes;
     lp.repeats = a->repeats;

@@ -62,11 +62,7 @@ actors::job_result run(actors::job_spec job, int nodes, uint16_t port,
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> devices;
-  for (auto& n : job.nodes) {
-    auto [host, p] = actors::parse_endpoint(n);
-    devices.push_back(actors::connect(sys, host, p, std::chrono::seconds(3)));
-  }
+  auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
   torch::manual_seed(job.seed);
   auto model = actors::build_model(job.model, job.model_options);
   return actors::run_job(sys, job, devices, model, train, nullptr);

@@ -123,12 +123,7 @@ inline actors::job_result run_on_cluster(actors::job_spec job,
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> devices;
-  for (auto& n : job.nodes) {
-    auto [host, port] = actors::parse_endpoint(n);
-    devices.push_back(
-      actors::connect(sys, host, port, std::chrono::milliseconds(3000)));
-  }
+  auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
   return actors::run_job(sys, job, devices, fresh_model(job.model, job.seed),
                          train, nullptr);
 }

@@ -16,11 +16,7 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> devices;
-  for (auto& n : cluster.endpoints()) {
-    auto [host, port] = actors::parse_endpoint(n);
-    devices.push_back(actors::connect(sys, host, port, std::chrono::seconds(3)));
-  }
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(3));
   training::profiler_options po;
   po.batch_sizes = {1, 8};
   po.repeats = 3;

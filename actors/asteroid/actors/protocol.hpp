@@ -43,6 +43,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace asteroid::actors {
 
@@ -102,6 +103,12 @@ void configure(caf::actor_system_config& cfg, const net_options& net = {});
 /// std::runtime_error naming `host:port` on failure or timeout.
 caf::actor connect(caf::actor_system& sys, const std::string& host,
                    uint16_t port, std::chrono::milliseconds timeout);
+
+/// `connect` to every "host:port" of `endpoints`, in order; throws naming
+/// the first node that cannot be reached.
+std::vector<caf::actor> connect_all(caf::actor_system& sys,
+                                    const std::vector<std::string>& endpoints,
+                                    std::chrono::milliseconds timeout);
 
 /// Splits "host:port"; throws std::invalid_argument naming the text.
 std::pair<std::string, uint16_t> parse_endpoint(const std::string& text);

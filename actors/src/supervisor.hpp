@@ -1,0 +1,194 @@
+#pragma once
+/// \file
+/// The supervisor of a job (internal to the actors component): plans,
+/// deploys, drives the steps, detects losses and recovers from them. Its
+/// members are defined by concern in supervisor_*.cpp; docs/runtime.md and
+/// docs/fault_tolerance.md describe the behaviour.
+#include "asteroid/actors/heartbeat_monitor.hpp"
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/model_profile.hpp"
+#include "asteroid/planner/chrome_trace.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+#include "asteroid/training/metrics_sink.hpp"
+#include "asteroid/training/progress_line.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors::detail {
+
+using nlohmann::json;
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+
+
+inline double wall_us() {
+  return std::chrono::duration<double, std::micro>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+inline double seconds_between(clock::time_point a, clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct replica_ref {
+  int stage;
+  int replica;
+  int device;
+  caf::actor handle;
+};
+
+/// True when the ranges of `inventory` ({"L0-3": [4, 5], ...}) held at
+/// `version` tile [first, end) exactly.
+inline bool tiles(const json& inventory, int first, int end, int64_t version) {
+  int at = first;
+  while (at < end) {
+    int best = at;
+    for (auto& [key, versions] : inventory.items()) {
+      int a = 0, b = 0;
+      if (!snapshot_store::parse_key(key, a, b) || a != at || b > end
+          || b <= best)
+        continue;
+      for (auto& v : versions)
+        if (v.is_number_integer() && v.get<int64_t>() == version)
+          best = b;
+    }
+    if (best == at)
+      return false;
+    at = best;
+  }
+  return true;
+}
+
+/// Where a deployment takes each stage's state from.
+struct state_source {
+  /// -1: the supervisor's model (first deployment, weights only).
+  int64_t version = -1;
+  /// Live devices' snapshot inventories: a device that holds its range at
+  /// `version` restores locally (nothing is transferred).
+  std::map<int, json> inventories;
+  /// The whole model's state at `version`, for every other replica.
+  serialization::named_tensors full;
+};
+
+/// The supervisor: plans, deploys, drives the steps, detects losses and
+/// recovers from them (docs/runtime.md, docs/fault_tolerance.md).
+class supervisor {
+public:
+  supervisor(caf::actor_system& sys, const job_spec& job,
+             const std::vector<caf::actor>& devices,
+             models::sequential_model model,
+             std::shared_ptr<data::dataset> train,
+             std::shared_ptr<data::dataset> test)
+    : sys_(sys), self_(sys), job_(job), devices_(devices),
+      model_(std::move(model)), train_(std::move(train)),
+      test_(std::move(test)), metrics_(job.metrics_path),
+      progress_(job.progress),
+      heartbeats_(static_cast<int>(devices.size()),
+                  milliseconds(job.fault_tolerance.heartbeat_ms),
+                  job.fault_tolerance.heartbeat_misses) {}
+
+  job_result run();
+
+private:
+  const fault_tolerance_options& ft() const { return job_.fault_tolerance; }
+  std::string who(int d) const {
+    return d < static_cast<int>(job_.nodes.size()) ? job_.nodes[d]
+                                                   : "device " + std::to_string(d);
+  }
+  std::string name_of(int d) const { return caps_[d].value("name", who(d)); }
+  bool snapshots_on() const {
+    return ft().snapshot_every > 0
+           && (ft().recovery == "replay" || ft().recovery == "replan");
+  }
+  void fault_event(const std::string& event, json rec, int device = -1);
+
+  // -- planning --
+  void read_capabilities();
+  std::optional<planner::model_profile> known_profile();
+  const planner::model_profile& profile();
+  /// The cluster the planner sees: measured links or the reports, with
+  /// drift corrections.
+  planner::cluster full_cluster() const;
+  planner::cluster reported_cluster() const;
+  planner::plan fresh_plan_on_survivors();
+  planner::plan initial_plan();
+
+  // -- deployment --
+  void link_nodes();
+  void deploy(const planner::plan& p, const state_source& src);
+  void stop_replicas();
+  std::map<int, json> inventories();
+  serialization::named_tensors fetch_full_state(
+    const std::map<int, json>& inv, int64_t version);
+  serialization::named_tensors gather_full_state();
+
+  // -- steps --
+  std::set<int> run_step(int64_t step, const data::batch& batch,
+                         std::vector<json>& reports);
+  void ping_all(clock::time_point now);
+  void inject(const fault_spec& f);
+  void record_iteration(int64_t step, int64_t epoch, double wall,
+                        double t_start, std::vector<json>& reports);
+
+  // -- recovery --
+  void drain_losses(int64_t step);
+  int64_t recover(const std::set<int>& lost, int64_t failed_step);
+  void save_checkpoint(int64_t step);
+  bool rejoin(int64_t step);
+  bool track_speed(int64_t step, const std::vector<json>& reports);
+  void replan_at_boundary(int64_t step, const std::string& event, json rec);
+
+  caf::actor_system& sys_;
+  caf::scoped_actor self_;
+  const job_spec& job_;
+  std::vector<caf::actor> devices_;
+  models::sequential_model model_;
+  std::shared_ptr<data::dataset> train_;
+  std::shared_ptr<data::dataset> test_;
+  training::metrics_sink metrics_;
+  training::progress_line progress_;
+  planner::chrome_trace trace_;
+  heartbeat_monitor heartbeats_;
+  std::vector<json> caps_;
+  std::set<int> dead_;
+  std::set<int> returned_; ///< dead devices that answer heartbeats again
+  std::set<int> reported_lost_; ///< named in a "recovered" event already
+  std::optional<planner::model_profile> profile_;
+  /// Measured cluster (capabilities + link matrix), when links are measured.
+  std::optional<planner::cluster> links_;
+  planner::plan plan_;
+  int generation_ = 0;
+  std::vector<std::vector<replica_ref>> stages_;
+  int num_replicas_ = 0;
+  int64_t hb_round_ = 0;
+  std::set<size_t> faults_fired_;
+  std::map<int, clock::time_point> injected_at_;
+  std::optional<clock::time_point> last_fault_; ///< last injected fault
+  /// Set by a recovery: the next completed step emits "resumed".
+  std::optional<clock::time_point> awaiting_resume_;
+  /// The step a fault interrupted: its completion emits "caught_up".
+  std::optional<int64_t> catch_up_step_;
+  /// Per device: compute seconds per step right after a deployment.
+  struct speed_track {
+    int generation = -1;
+    int seen = 0;
+    std::vector<double> baseline;
+    int streak = 0;
+  };
+  std::map<int, speed_track> speed_track_;
+  /// Measured speed corrections (drift), multiplied into the cluster.
+  std::vector<double> speed_scale_;
+  int64_t checkpoint_step_ = -1;
+  job_result result_;
+};
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,278 @@
+// Supervisor: links between nodes, deployment of a plan, snapshots and state.
+#include "supervisor.hpp"
+
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_patch.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace asteroid::actors::detail {
+
+// -- deployment --------------------------------------------------------------------
+
+void supervisor::link_nodes() {
+  auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
+  for (size_t d = 0; d < devices_.size(); ++d)
+    for (size_t e = 0; e < devices_.size(); ++e) {
+      if (d == e || e >= job_.nodes.size() || d >= job_.nodes.size())
+        continue;
+      auto [host, port] = parse_endpoint(job_.nodes[e]);
+      std::string err;
+      self_->request(devices_[d], timeout, link_atom::value, host, port)
+        .receive([&](std::string& s) { err = s; },
+                 [&](caf::error& x) { err = sys_.render(x); });
+      if (!err.empty())
+        throw std::runtime_error("node " + who(static_cast<int>(d))
+                                 + " cannot reach node "
+                                 + who(static_cast<int>(e)) + ": " + err);
+    }
+}
+
+void supervisor::deploy(const planner::plan& p, const state_source& src) {
+  const auto P = p.num_stages();
+  stages_.assign(P, {});
+  num_replicas_ = 0;
+  auto window = job_.credit_window > 0 ? job_.credit_window : P + 1;
+  auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(30);
+  int local = 0, shipped = 0;
+  for (int s = 0; s < P; ++s) {
+    const auto& st = p.stages[s];
+    std::string shared_state; // encoded once per stage, when needed
+    auto stage_state = [&]() -> const std::string& {
+      if (shared_state.empty()) {
+        if (src.version < 0)
+          shared_state = serialization::encode_tensors(capture_stage_state(
+            model_, st.first_layer, st.end_layer, nullptr));
+        else
+          shared_state = serialization::encode_tensors(select_stage_state(
+            model_, st.first_layer, st.end_layer, src.full));
+      }
+      return shared_state;
+    };
+    for (size_t r = 0; r < st.devices.size(); ++r) {
+      replica_spec spec;
+      spec.model = job_.model;
+      spec.model_options = job_.model_options;
+      spec.stage = s;
+      spec.num_stages = P;
+      spec.replica = static_cast<int>(r);
+      spec.first_layer = st.first_layer;
+      spec.end_layer = st.end_layer;
+      spec.batch_size = p.batch_size;
+      spec.micro_batches = p.micro_batches;
+      spec.shares = st.shares;
+      if (s > 0)
+        spec.prev_shares = p.stages[s - 1].shares;
+      if (s + 1 < P)
+        spec.next_shares = p.stages[s + 1].shares;
+      spec.schedule = job_.schedule;
+      spec.optimizer = job_.optimizer;
+      spec.credit_window = window;
+      spec.slowdown = 1.0;
+      spec.recv_timeout_ms = job_.step_timeout_ms;
+      spec.generation = generation_;
+      spec.snapshot_every = snapshots_on() ? ft().snapshot_every : 0;
+      auto d = st.devices[r];
+      spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
+                   + name_of(d);
+      auto spec_json = to_json(spec);
+      std::string state;
+      auto inv = src.inventories.find(d);
+      if (src.version >= 0 && inv != src.inventories.end()
+          && tiles(inv->second, st.first_layer, st.end_layer, src.version)) {
+        spec_json["restore_version"] = src.version;
+        ++local;
+      } else {
+        state = stage_state();
+        if (src.version >= 0)
+          ++shipped;
+      }
+      std::string err;
+      caf::actor handle;
+      self_->request(devices_[d], timeout, deploy_atom::value, spec_json.dump(),
+                     state)
+        .receive(
+          [&](std::string& e, caf::actor& a) {
+            err = e;
+            handle = a;
+          },
+          [&](caf::error& x) { err = sys_.render(x); });
+      if (!err.empty() || !handle)
+        throw std::runtime_error("deploying stage " + std::to_string(s)
+                                 + " replica " + std::to_string(r) + " on node "
+                                 + who(d) + ": " + err);
+      self_->monitor(handle);
+      stages_[s].push_back({s, static_cast<int>(r), d, handle});
+      ++num_replicas_;
+      trace_.thread_names[{d, 100 * s + static_cast<int>(r)}]
+        = "s" + std::to_string(s) + "r" + std::to_string(r);
+    }
+  }
+  if (src.version >= 0)
+    spdlog::info("deployed generation {}: {} replicas restored from their "
+                 "node's snapshots, {} shipped",
+                 generation_, local, shipped);
+  // -- wiring --
+  auto me = caf::actor_cast<caf::actor>(self_);
+  for (int s = 0; s < P; ++s) {
+    auto n = static_cast<int>(stages_[s].size());
+    int backup = planner::backup_device(p, s);
+    for (auto& r : stages_[s]) {
+      self_->send(r.handle, peer_atom::value, int32_t{peer_supervisor},
+                  int32_t{0}, me);
+      if (s > 0)
+        for (auto& q : stages_[s - 1])
+          self_->send(r.handle, peer_atom::value, int32_t{peer_prev},
+                      static_cast<int32_t>(q.replica), q.handle);
+      if (s + 1 < P)
+        for (auto& q : stages_[s + 1])
+          self_->send(r.handle, peer_atom::value, int32_t{peer_next},
+                      static_cast<int32_t>(q.replica), q.handle);
+      if (n > 1)
+        self_->send(r.handle, peer_atom::value, int32_t{peer_ring_next},
+                    int32_t{0}, stages_[s][(r.replica + 1) % n].handle);
+      if (r.replica == 0 && backup >= 0 && snapshots_on())
+        self_->send(r.handle, peer_atom::value, int32_t{peer_backup},
+                    int32_t{0}, devices_[backup]);
+    }
+  }
+  heartbeats_.reset(clock::now());
+}
+
+void supervisor::stop_replicas() {
+  for (auto& st : stages_)
+    for (auto& r : st) {
+      self_->demonitor(r.handle);
+      self_->send(r.handle, stop_atom::value);
+    }
+  stages_.clear();
+  num_replicas_ = 0;
+}
+
+std::map<int, json> supervisor::inventories() {
+  // Ask every live device at once; a device that goes down meanwhile is
+  // dropped as soon as its down message arrives (CAF 0.17 never fails a
+  // request to a dead peer), one that stays silent after the heartbeat
+  // tolerance.
+  std::map<int, json> out;
+  std::set<int> waiting;
+  for (size_t d = 0; d < devices_.size(); ++d)
+    if (!dead_.count(static_cast<int>(d))) {
+      waiting.insert(static_cast<int>(d));
+      self_->send(devices_[d], inventory_atom::value, static_cast<int32_t>(d));
+    }
+  auto deadline = clock::now() + heartbeats_.tolerance();
+  auto drop = [&](int d, const std::string& why) {
+    if (!waiting.erase(d))
+      return;
+    dead_.insert(d);
+    heartbeats_.mark_dead(d);
+    fault_event("lost_during_recovery", {{"node", name_of(d)}, {"reason", why}}, d);
+  };
+  while (!waiting.empty()) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) {
+      for (int d : std::set<int>(waiting))
+        drop(d, "no inventory within " + std::to_string(heartbeats_.tolerance().count())
+                  + " ms");
+      break;
+    }
+    self_->receive(
+      [&](inventory_atom, int32_t d, std::string& text) {
+        if (!waiting.count(d))
+          return;
+        try {
+          out[d] = json::parse(text);
+          waiting.erase(d);
+        } catch (const json::exception& e) {
+          drop(d, std::string("malformed inventory: ") + e.what());
+        }
+      },
+      [&](caf::down_msg& dm) {
+        for (size_t d = 0; d < devices_.size(); ++d)
+          if (dm.source == devices_[d].address())
+            drop(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+      },
+      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
+        return caf::message{};
+      },
+      caf::after(left) >> [] {});
+  }
+  return out;
+}
+
+serialization::named_tensors supervisor::fetch_full_state(
+  const std::map<int, json>& inv, int64_t version) {
+  const int L = static_cast<int>(model_->size());
+  serialization::named_tensors full;
+  std::set<std::string> seen;
+  int at = 0;
+  while (at < L) {
+    // The held range from `at` reaching furthest, and who holds it.
+    int best = at, holder = -1;
+    std::string key;
+    for (auto& [d, items] : inv)
+      for (auto& [k, versions] : items.items()) {
+        int a = 0, b = 0;
+        if (!snapshot_store::parse_key(k, a, b) || a != at || b > L || b <= best)
+          continue;
+        for (auto& v : versions)
+          if (v.is_number_integer() && v.get<int64_t>() == version) {
+            best = b;
+            holder = d;
+            key = k;
+          }
+      }
+    if (holder < 0)
+      throw std::runtime_error("no live device holds layer "
+                               + std::to_string(at) + " at step "
+                               + std::to_string(version));
+    std::string err, bytes;
+    self_->request(devices_[holder], milliseconds(job_.step_timeout_ms),
+                   fetch_atom::value, key, version)
+      .receive(
+        [&](std::string& e, std::string& b) {
+          err = std::move(e);
+          bytes = std::move(b);
+        },
+        [&](caf::error& e) { err = sys_.render(e); });
+    if (!err.empty())
+      throw std::runtime_error("fetching snapshot " + key + " from node "
+                               + who(holder) + ": " + err);
+    for (auto& [name, t] : serialization::decode_tensors(bytes))
+      if (seen.insert(name).second)
+        full.emplace_back(name, t);
+    at = best;
+  }
+  return full;
+}
+
+serialization::named_tensors supervisor::gather_full_state() {
+  serialization::named_tensors full;
+  for (auto& st : stages_) {
+    std::string bytes, err;
+    self_->request(st[0].handle, milliseconds(job_.step_timeout_ms),
+                   state_atom::value)
+      .receive([&](std::string& b) { bytes = std::move(b); },
+               [&](caf::error& e) { err = sys_.render(e); });
+    if (!err.empty())
+      throw std::runtime_error("collecting stage " + std::to_string(st[0].stage)
+                               + " state from node " + who(st[0].device) + ": "
+                               + err);
+    for (auto& entry : serialization::decode_tensors(bytes))
+      full.push_back(std::move(entry));
+  }
+  return full;
+}
+
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,160 @@
+// Supervisor: capabilities, profile, cluster model and plans.
+#include "supervisor.hpp"
+
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_patch.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace asteroid::actors::detail {
+
+void supervisor::fault_event(const std::string& event, json rec, int device) {
+  rec["event"] = event;
+  rec["generation"] = generation_;
+  metrics_.emit("fault", rec);
+  result_.fault_events.push_back(rec);
+  // Absolute time for now; run() rebases fault events to the job start.
+  trace_.events.push_back({event, "fault", wall_us(), 0.0,
+                           device < 0 ? 0 : device, 999,
+                           {{"detail", rec.dump()}}});
+  spdlog::warn("fault: {}", rec.dump());
+}
+
+// -- planning -------------------------------------------------------------------
+
+void supervisor::read_capabilities() {
+  auto timeout = milliseconds(job_.connect_timeout_ms);
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    self_->monitor(devices_[d]);
+    std::string out, err;
+    self_->request(devices_[d], timeout, caps_atom::value)
+      .receive([&](std::string& s) { out = std::move(s); },
+               [&](caf::error& e) { err = sys_.render(e); });
+    if (!err.empty())
+      throw std::runtime_error("node " + who(static_cast<int>(d))
+                               + " did not report capabilities: " + err);
+    caps_.push_back(json::parse(out));
+  }
+}
+
+std::optional<planner::model_profile> supervisor::known_profile() {
+  if (profile_ || !job_.profile_path.empty() || !job_.planner.empty())
+    return profile();
+  return std::nullopt;
+}
+
+const planner::model_profile& supervisor::profile() {
+  if (profile_)
+    return *profile_;
+  auto name = job_.planner.empty() ? std::string("asteroid") : job_.planner;
+  try {
+    if (!job_.profile_path.empty()) {
+      profile_ = planner::load_model_profile_file(job_.profile_path);
+    } else {
+      training::profiler_options popts;
+      auto mb = job_.batch_size;
+      popts.batch_sizes = {1, std::max<int64_t>(1, mb / 4), mb};
+      popts.repeats = 3;
+      // A fresh copy: profiling runs forward passes, which would move
+      // BatchNorm statistics of the weights we deploy.
+      if (job_.profile_node >= 0) {
+        profile_ = profile_on_node(sys_, devices_.at(job_.profile_node),
+                                   job_.model, job_.model_options, popts,
+                                   milliseconds(job_.step_timeout_ms));
+      } else {
+        auto probe = build_model(job_.model, job_.model_options);
+        profile_ = training::profile_model(probe, job_.model, popts);
+      }
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error("planner '" + name + "': profiling model '"
+                             + job_.model + "' failed: " + e.what());
+  }
+  if (profile_->num_layers() != model_->size())
+    throw std::invalid_argument(
+      "profile of '" + profile_->model + "' has "
+      + std::to_string(profile_->num_layers()) + " layers, model '"
+      + job_.model + "' has " + std::to_string(model_->size()));
+  return *profile_;
+}
+
+planner::cluster supervisor::full_cluster() const {
+  auto c = links_ ? *links_ : reported_cluster();
+  for (size_t d = 0; d < c.devices.size() && d < speed_scale_.size(); ++d)
+    c.devices[d].speed *= speed_scale_[d];
+  return c;
+}
+
+planner::cluster supervisor::reported_cluster() const {
+  // Speeds are relative to where the profile was taken.
+  double reference = job_.profile_node >= 0
+                       ? caps_.at(job_.profile_node).value("slowdown", 1.0)
+                       : 1.0;
+  std::vector<planner::device_spec> specs;
+  for (size_t d = 0; d < devices_.size(); ++d)
+    specs.push_back({name_of(static_cast<int>(d)), "local",
+                     reference / caps_[d].value("slowdown", 1.0),
+                     caps_[d].value("memory_bytes", int64_t{4} << 30),
+                     d < job_.nodes.size() ? job_.nodes[d] : ""});
+  return planner::cluster::uniform("job", specs, 1e9);
+}
+
+planner::plan supervisor::fresh_plan_on_survivors() {
+  auto all = full_cluster();
+  std::vector<int> alive;
+  std::vector<planner::device_spec> specs;
+  for (size_t d = 0; d < devices_.size(); ++d)
+    if (!dead_.count(static_cast<int>(d))) {
+      alive.push_back(static_cast<int>(d));
+      specs.push_back(all.devices[d]);
+    }
+  if (alive.empty())
+    throw std::runtime_error("no device left");
+  auto c = planner::cluster::uniform("survivors", specs, 1e9);
+  for (size_t i = 0; i < alive.size(); ++i)
+    for (size_t j = 0; j < alive.size(); ++j) {
+      c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];
+      c.latency_s[i][j] = all.latency_s[alive[i]][alive[j]];
+    }
+  auto name = job_.planner.empty() ? std::string("asteroid") : job_.planner;
+  auto p = planner::make_planner(name)->make_plan(profile(), c, job_.batch_size);
+  for (auto& st : p.stages)
+    for (auto& d : st.devices)
+      d = alive.at(static_cast<size_t>(d));
+  planner::evaluate(p, profile(), all);
+  return p;
+}
+
+planner::plan supervisor::initial_plan() {
+  planner::plan p;
+  if (job_.plan) {
+    p = *job_.plan;
+  } else {
+    p = planner::make_planner(job_.planner)->make_plan(profile(), full_cluster(),
+                                                       job_.batch_size);
+    spdlog::info("planner {}: {} stages, {} micro-batches, predicted {:.1f} "
+                 "samples/s",
+                 job_.planner, p.num_stages(), p.micro_batches,
+                 p.predicted_samples_per_s);
+  }
+  if (p.batch_size == 0)
+    p.batch_size = job_.batch_size;
+  if (p.batch_size != job_.batch_size)
+    throw std::invalid_argument("plan batch size " + std::to_string(p.batch_size)
+                                + " differs from the job's "
+                                + std::to_string(job_.batch_size));
+  check_plan_fits(p, model_, job_.model, static_cast<int>(devices_.size()));
+  return p;
+}
+
+
+} // namespace asteroid::actors::detail

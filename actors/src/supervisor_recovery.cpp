@@ -1,0 +1,250 @@
+// Supervisor: recovery after losses, re-join, drift, checkpoints.
+#include "supervisor.hpp"
+
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_patch.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace asteroid::actors::detail {
+
+// -- recovery -------------------------------------------------------------------------
+
+void supervisor::save_checkpoint(int64_t step) {
+  serialization::checkpoint ck;
+  ck.model_state = gather_full_state();
+  ck.step = step;
+  ck.model_name = job_.model;
+  ck.model_options_json = job_.model_options.dump();
+  ck.metadata = "asteroid job supervisor: stage states before step "
+                + std::to_string(step);
+  serialization::save_checkpoint(ft().checkpoint_path, ck);
+  checkpoint_step_ = step;
+}
+
+void supervisor::drain_losses(int64_t step) {
+  // Devices often fail together (a switch, a power strip): take every loss
+  // already reported before planning around the first one. Everything else
+  // in the mailbox belongs to the generation being replaced.
+  bool more = true;
+  while (more)
+    self_->receive(
+      [&](caf::down_msg& dm) {
+        for (size_t d = 0; d < devices_.size(); ++d)
+          if (dm.source == devices_[d].address() && !dead_.count(static_cast<int>(d))) {
+            dead_.insert(static_cast<int>(d));
+            fault_event("detected",
+                        {{"node", name_of(static_cast<int>(d))},
+                         {"step", step},
+                         {"reason", "connection closed: " + sys_.render(dm.reason)}},
+                        static_cast<int>(d));
+          }
+      },
+      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
+        return caf::message{};
+      },
+      caf::after(milliseconds(0)) >> [&] { more = false; });
+}
+
+int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
+  auto t_begin = clock::now();
+  awaiting_resume_ = t_begin;
+  if (!catch_up_step_ || failed_step > *catch_up_step_)
+    catch_up_step_ = failed_step;
+  std::vector<std::string> names;
+  for (int d : lost) {
+    dead_.insert(d);
+    names.push_back(name_of(d));
+  }
+  drain_losses(failed_step);
+  for (int d : dead_)
+    if (!lost.count(d) && !heartbeats_.dead(d))
+      heartbeats_.mark_dead(d);
+  auto mode = ft().recovery;
+  if (mode == "none" || (mode != "restart" && ft().snapshot_every == 0))
+    throw std::runtime_error("node " + who(*lost.begin())
+                             + " was lost at step " + std::to_string(failed_step)
+                             + " and recovery is off");
+  stop_replicas();
+  ++generation_;
+  state_source src;
+  planner::plan next;
+  std::vector<std::string> changes;
+  if (mode == "restart") {
+    if (ft().checkpoint_path.empty() || checkpoint_step_ < 0)
+      throw std::runtime_error("restart recovery: no checkpoint was written");
+    // From scratch, as a restarted job would: profile and plan again.
+    if (job_.profile_path.empty())
+      profile_.reset();
+    auto ck = serialization::load_checkpoint(ft().checkpoint_path);
+    src.version = ck.step;
+    src.full = std::move(ck.model_state);
+    next = fresh_plan_on_survivors();
+  } else {
+    src.inventories = inventories();
+    // The newest version at which the live snapshots cover every layer.
+    std::set<int64_t, std::greater<>> versions;
+    json all = json::object();
+    for (auto& [d, items] : src.inventories)
+      for (auto& [k, vs] : items.items())
+        for (auto& v : vs) {
+          versions.insert(v.get<int64_t>());
+          all[k].push_back(v);
+        }
+    src.version = -1;
+    for (auto v : versions)
+      if (tiles(all, 0, static_cast<int>(model_->size()), v)) {
+        src.version = v;
+        break;
+      }
+    if (src.version < 0)
+      throw std::runtime_error("cannot recover from the loss of "
+                               + json(names).dump()
+                               + ": no live device holds a replica of every "
+                                 "layer");
+    if (mode == "replay") {
+      auto prof = known_profile();
+      auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof);
+      next = patch.patched;
+      changes = patch.changes;
+      if (prof) {
+        auto fresh = fresh_plan_on_survivors();
+        if (next.predicted_round_s > ft().replan_threshold * fresh.predicted_round_s
+            || !planner::fits_memory(next, full_cluster())) {
+          changes.push_back("patched plan predicted "
+                            + std::to_string(next.predicted_round_s)
+                            + " s per round vs fresh "
+                            + std::to_string(fresh.predicted_round_s)
+                            + " s: heavy re-plan instead");
+          next = fresh;
+          mode = "replan(threshold)";
+        }
+      }
+    } else {
+      next = fresh_plan_on_survivors();
+    }
+    bool all_local = true;
+    for (auto& st : next.stages)
+      for (int d : st.devices)
+        if (!tiles(src.inventories[d], st.first_layer, st.end_layer, src.version))
+          all_local = false;
+    if (!all_local)
+      src.full = fetch_full_state(src.inventories, src.version);
+  }
+  check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
+  deploy(next, src);
+  plan_ = next;
+  names.clear();
+  for (int d : dead_)
+    if (!reported_lost_.count(d)) {
+      names.push_back(name_of(d));
+      reported_lost_.insert(d);
+    }
+  fault_event("recovered",
+              {{"mode", mode},
+               {"lost", names},
+               {"failed_step", failed_step},
+               {"resume_step", src.version},
+               {"replayed_steps", failed_step - src.version},
+               {"recover_s", seconds_between(t_begin, clock::now())},
+               {"stages", plan_.num_stages()},
+               {"plan", json(plan_)},
+               {"changes", changes}});
+  return src.version;
+}
+
+void supervisor::replan_at_boundary(int64_t step, const std::string& event,
+                                    json rec) {
+  auto t_begin = clock::now();
+  // The state after the last completed step, straight from the replicas.
+  state_source src;
+  src.version = step;
+  src.full = gather_full_state();
+  stop_replicas();
+  ++generation_;
+  auto next = fresh_plan_on_survivors();
+  deploy(next, src);
+  plan_ = next;
+  rec["step"] = step;
+  rec["recover_s"] = seconds_between(t_begin, clock::now());
+  rec["plan"] = json(plan_);
+  fault_event(event, rec);
+}
+
+bool supervisor::rejoin(int64_t step) {
+  // A device that answers again is admitted at this mini-batch boundary.
+  std::set<int> back;
+  for (int d : returned_)
+    if (dead_.count(d))
+      back.insert(d);
+  returned_.clear();
+  if (back.empty() || !snapshots_on() || !known_profile())
+    return false;
+  std::vector<std::string> names;
+  for (int d : back) {
+    dead_.erase(d);
+    heartbeats_.revive(d, clock::now());
+    names.push_back(name_of(d));
+  }
+  replan_at_boundary(step, "rejoined", {{"nodes", names}});
+  return true;
+}
+
+bool supervisor::track_speed(int64_t step, const std::vector<json>& reports) {
+  // FTPipeHD-style: a device whose compute time per step drifts from what
+  // it took right after this deployment (same work, same shares) by more
+  // than drift_factor for drift_steps steps in a row gets its speed
+  // rescaled and the job is re-planned. Relative to its own baseline, so
+  // profiling error and host noise that were there from the start do not
+  // count as drift.
+  if (ft().drift_factor <= 1.0 || !snapshots_on() || !known_profile())
+    return false;
+  std::map<int, double> busy;
+  for (auto& rep : reports) {
+    int s = rep["stage"], r = rep["replica"];
+    busy[stages_[s][r].device] += rep["busy_s"].get<double>();
+  }
+  int drifted = -1;
+  double ratio = 1.0;
+  for (auto& [d, b] : busy) {
+    auto& t = speed_track_[d];
+    if (t.generation != generation_)
+      t = {generation_, 0, {}, 0};
+    // The first steps of a deployment warm up (allocator, kernel choice):
+    // skip two, then the next three are the baseline.
+    if (++t.seen <= 2)
+      continue;
+    if (t.baseline.size() < 3) {
+      t.baseline.push_back(b);
+      continue;
+    }
+    auto base = t.baseline;
+    std::sort(base.begin(), base.end());
+    double r = b / std::max(base[1], 1e-9);
+    bool off = r > ft().drift_factor || r < 1.0 / ft().drift_factor;
+    t.streak = off ? t.streak + 1 : 0;
+    if (t.streak >= ft().drift_steps && drifted < 0) {
+      drifted = d;
+      ratio = r;
+    }
+  }
+  if (drifted < 0)
+    return false;
+  speed_scale_[drifted] /= ratio;
+  replan_at_boundary(step, "drift",
+                     {{"node", name_of(drifted)},
+                      {"busy_ratio", ratio},
+                      {"speed_scale", speed_scale_[drifted]}});
+  return true;
+}
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,148 @@
+// Supervisor: the run loop (steps, recoveries, metrics, final weights).
+#include "supervisor.hpp"
+
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/data/sampler.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/evaluate.hpp"
+
+namespace asteroid::actors::detail {
+
+// -- the run ---------------------------------------------------------------------------
+
+job_result supervisor::run() {
+  read_capabilities();
+  speed_scale_.assign(devices_.size(), 1.0);
+  if (!job_.plan && job_.measure_links
+      && job_.nodes.size() == devices_.size()) {
+    link_probe_options lp;
+    lp.timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
+    links_ = measure_cluster(sys_, devices_, job_.nodes,
+                             std::max(job_.profile_node, 0), lp);
+    if (job_.profile_node < 0) // profiled here, at slowdown 1
+      for (size_t d = 0; d < devices_.size(); ++d)
+        links_->devices[d].speed = 1.0 / caps_[d].value("slowdown", 1.0);
+    metrics_.emit("links", {{"cluster", json(*links_)}});
+  }
+  plan_ = initial_plan();
+  link_nodes();
+  if (ft().recovery == "restart" && ft().checkpoint_path.empty())
+    throw std::invalid_argument("fault_tolerance: recovery 'restart' needs "
+                                "a 'checkpoint' file");
+  // Profile now, not in the middle of a recovery (the restart baseline
+  // re-profiles on purpose: it starts from scratch).
+  if (snapshots_on())
+    known_profile();
+  state_source initial;
+  deploy(plan_, initial);
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    trace_.process_names[static_cast<int>(d)] = name_of(static_cast<int>(d));
+    trace_.thread_names[{static_cast<int>(d), 999}] = "faults";
+  }
+  const auto B = plan_.batch_size;
+  data::sampler order{train_->size(), job_.seed};
+  auto per_epoch = train_->size() / B;
+  if (per_epoch < 1)
+    throw std::invalid_argument("dataset has fewer samples than one batch");
+  int64_t total_steps = job_.epochs * per_epoch;
+  if (job_.max_steps >= 0)
+    total_steps = std::min(total_steps, job_.max_steps);
+  metrics_.emit("start", {{"model", job_.model},
+                          {"stages", plan_.num_stages()},
+                          {"micro_batches", plan_.micro_batches},
+                          {"batch_size", B},
+                          {"replicas", num_replicas_},
+                          {"steps", total_steps},
+                          {"recovery", ft().recovery}});
+  result_.plan = plan_;
+  auto t_start = wall_us();
+  int64_t step = 0;
+  int64_t cached_epoch = -1;
+  std::vector<std::vector<int64_t>> batches;
+  try {
+    while (step < total_steps) {
+      auto epoch = step / per_epoch;
+      if (epoch != cached_epoch) {
+        batches = order.batches(epoch, B, true);
+        cached_epoch = epoch;
+      }
+      if (ft().recovery == "restart" && step % ft().checkpoint_every == 0
+          && step != checkpoint_step_)
+        save_checkpoint(step);
+      rejoin(step);
+      auto t0 = wall_us();
+      auto batch = train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
+      std::vector<json> reports;
+      auto lost = run_step(step, batch, reports);
+      if (!lost.empty()) {
+        step = recover(lost, step);
+        continue;
+      }
+      auto t1 = wall_us();
+      record_iteration(step, epoch, (t1 - t0) * 1e-6, t_start, reports);
+      if (awaiting_resume_) {
+        json rec{{"step", step + 1},
+                 {"since_recovery_start_s",
+                  seconds_between(*awaiting_resume_, clock::now())}};
+        if (last_fault_)
+          rec["since_fault_s"] = seconds_between(*last_fault_, clock::now());
+        fault_event("resumed", rec);
+        awaiting_resume_.reset();
+      }
+      if (catch_up_step_ && step == *catch_up_step_) {
+        // Progress lost to the fault is made up: the interrupted step is done.
+        json rec{{"step", step + 1}};
+        if (last_fault_)
+          rec["since_fault_s"] = seconds_between(*last_fault_, clock::now());
+        fault_event("caught_up", rec);
+        catch_up_step_.reset();
+      }
+      ++step;
+      if (step < total_steps)
+        track_speed(step, reports);
+      auto elapsed = (t1 - t_start) * 1e-6;
+      progress_.update("step " + std::to_string(step) + "/"
+                         + std::to_string(total_steps),
+                       step * B, total_steps * B,
+                       elapsed > 0 ? step * B / elapsed : 0.0, result_.last_loss);
+    }
+  } catch (...) {
+    progress_.finish();
+    stop_replicas();
+    throw;
+  }
+  progress_.finish();
+  result_.steps = step;
+  result_.seconds = (wall_us() - t_start) * 1e-6;
+  result_.samples_per_s = result_.seconds > 0 ? step * B / result_.seconds : 0;
+  result_.plan = plan_;
+  // -- gather the weights --
+  serialization::named_tensors full;
+  try {
+    full = gather_full_state();
+  } catch (...) {
+    stop_replicas();
+    throw;
+  }
+  stop_replicas();
+  load_stage_state(model_, 0, static_cast<int>(model_->size()), nullptr, full);
+  result_.model = model_;
+  if (test_ && job_.evaluate)
+    result_.test = training::evaluate(model_, *test_, 500, job_.test_limit);
+  metrics_.emit("done", {{"steps", result_.steps},
+                         {"seconds", result_.seconds},
+                         {"samples_per_s", result_.samples_per_s},
+                         {"loss", result_.last_loss},
+                         {"test_accuracy", result_.test.accuracy},
+                         {"faults", result_.fault_events.size()}});
+  for (auto& ev : trace_.events)
+    if (ev.category == "fault")
+      ev.start_us -= t_start;
+  if (!job_.trace_path.empty())
+    planner::write_chrome_trace(trace_, job_.trace_path);
+  return result_;
+}
+
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,221 @@
+// Supervisor: one step (feed, wait, heartbeats, scripted faults) and its metrics.
+#include "supervisor.hpp"
+
+#include "asteroid/actors/node.hpp"
+#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_patch.hpp"
+#include "asteroid/planner/planner.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/training/profiler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <signal.h>
+
+namespace asteroid::actors::detail {
+
+// -- steps --------------------------------------------------------------------------
+
+void supervisor::ping_all(clock::time_point now) {
+  auto round = heartbeats_.pinged(now);
+  hb_round_ = round;
+  for (size_t d = 0; d < devices_.size(); ++d)
+    self_->send(devices_[d], heartbeat_atom::value,
+                round * 4096 + static_cast<int64_t>(d));
+}
+
+void supervisor::inject(const fault_spec& f) {
+  auto d = f.node;
+  json rec{{"node", name_of(d)}, {"action", f.action}, {"step", f.step}};
+  if (f.action == "slow") {
+    rec["slowdown"] = f.slowdown;
+    self_->send(devices_[d], slow_atom::value,
+                static_cast<int32_t>(f.slowdown * 1000.0 + 0.5));
+  } else {
+    auto pid = caps_[d].value("pid", int64_t{-1});
+    if (pid <= 0)
+      throw std::runtime_error("fault injection: node " + who(d)
+                               + " reported no process id");
+    int sig = f.action == "kill" ? SIGKILL : f.action == "stop" ? SIGSTOP
+                                                                : SIGCONT;
+    if (::kill(static_cast<pid_t>(pid), sig) != 0)
+      spdlog::error("fault injection: signal to pid {} failed", pid);
+    rec["pid"] = pid;
+    if (f.action != "cont") {
+      injected_at_[d] = clock::now();
+      last_fault_ = clock::now();
+    }
+  }
+  fault_event("injected", rec, d);
+}
+
+std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
+                                   std::vector<json>& reports) {
+  const auto P = plan_.num_stages();
+  const auto M = plan_.micro_batches;
+  const auto mbs = plan_.micro_batch_size();
+  auto t0 = clock::now();
+  heartbeats_.catch_up(t0);
+  // Feed the first stage's inputs and the last stage's labels.
+  std::map<caf::actor, serialization::named_tensors> feed;
+  for (int s : {0, P - 1}) {
+    int64_t at = 0;
+    for (size_t r = 0; r < plan_.stages[s].shares.size(); ++r) {
+      auto share = plan_.stages[s].shares[r];
+      auto& list = feed[stages_[s][r].handle];
+      for (int m = 0; m < M; ++m) {
+        auto b0 = m * mbs + at, b1 = b0 + share;
+        if (s == 0)
+          list.emplace_back("x" + std::to_string(m), batch.inputs.slice(0, b0, b1));
+        if (s == P - 1)
+          list.emplace_back("y" + std::to_string(m), batch.targets.slice(0, b0, b1));
+      }
+      at += share;
+    }
+    if (P == 1)
+      break;
+  }
+  for (auto& [h, list] : feed)
+    self_->send(h, load_atom::value, step, serialization::encode_tensors(list));
+  for (auto& st : stages_)
+    for (auto& r : st)
+      self_->send(r.handle, start_atom::value, step);
+  // Faults scripted for this step, and those whose step ended before their
+  // delay ran out (they fire at once).
+  std::vector<std::pair<clock::time_point, size_t>> due;
+  for (size_t i = 0; i < job_.faults.size(); ++i)
+    if (job_.faults[i].step <= step && !faults_fired_.count(i))
+      due.push_back({job_.faults[i].step == step
+                       ? t0 + milliseconds(job_.faults[i].delay_ms)
+                       : t0,
+                     i});
+  // Wait for every replica's report, a failure or a loss.
+  std::set<int> lost;
+  std::string failure;
+  auto deadline = t0 + milliseconds(job_.step_timeout_ms);
+  auto lose = [&](int d, const std::string& why) {
+    if (dead_.count(d) || lost.count(d))
+      return;
+    lost.insert(d);
+    heartbeats_.mark_dead(d);
+    json rec{{"node", name_of(d)}, {"step", step}, {"reason", why}};
+    if (injected_at_.count(d))
+      rec["detect_s"] = seconds_between(injected_at_[d], clock::now());
+    fault_event("detected", rec, d);
+  };
+  while (static_cast<int>(reports.size()) < num_replicas_ && failure.empty()
+         && lost.empty()) {
+    auto now = clock::now();
+    for (auto& [when, i] : due)
+      if (!faults_fired_.count(i) && now >= when) {
+        faults_fired_.insert(i);
+        inject(job_.faults[i]);
+      }
+    if (heartbeats_.due(now))
+      ping_all(now);
+    for (int d : heartbeats_.newly_dead(now))
+      lose(d, "no heartbeat for "
+                + std::to_string(heartbeats_.tolerance().count()) + " ms");
+    if (!lost.empty())
+      break;
+    if (now >= deadline) {
+      failure = "step " + std::to_string(step) + ": no report within "
+                + std::to_string(job_.step_timeout_ms) + " ms ("
+                + std::to_string(reports.size()) + " of "
+                + std::to_string(num_replicas_) + " replicas done)";
+      break;
+    }
+    auto wake = std::min(deadline, heartbeats_.next_ping());
+    for (auto& [when, i] : due)
+      if (!faults_fired_.count(i))
+        wake = std::min(wake, when);
+    auto wait = std::max(milliseconds(1),
+                         std::chrono::duration_cast<milliseconds>(wake - now));
+    self_->receive(
+      [&](done_atom, int64_t s, std::string& text) {
+        auto rep = json::parse(text);
+        if (s == step && rep.value("generation", -1) == generation_)
+          reports.push_back(std::move(rep));
+      },
+      [&](fail_atom, int32_t gen, std::string& what) {
+        if (gen == generation_)
+          failure = what;
+      },
+      [&](heartbeat_atom, int64_t seq) {
+        auto d = static_cast<int>(seq % 4096);
+        if (d < 0 || d >= static_cast<int>(devices_.size()))
+          return;
+        if (heartbeats_.dead(d)) {
+          if (!returned_.count(d) && seq / 4096 == hb_round_) {
+            returned_.insert(d);
+            fault_event("answering_again", {{"node", name_of(d)}}, d);
+          }
+          return;
+        }
+        heartbeats_.answered(d, seq / 4096, clock::now());
+      },
+      [&](caf::down_msg& dm) {
+        for (size_t d = 0; d < devices_.size(); ++d)
+          if (dm.source == devices_[d].address())
+            lose(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+        for (auto& st : stages_)
+          for (auto& r : st)
+            if (dm.source == r.handle.address())
+              lose(r.device, "replica s" + std::to_string(r.stage) + "r"
+                               + std::to_string(r.replica) + " went down: "
+                               + sys_.render(dm.reason));
+      },
+      // Late answers and messages of replaced replicas: drop, do not let
+      // them pile up in the mailbox.
+      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
+        return caf::message{};
+      },
+      caf::after(wait) >> [] {});
+  }
+  if (!failure.empty())
+    throw std::runtime_error(failure);
+  return lost;
+}
+
+void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
+                                  double t_start, std::vector<json>& reports) {
+  const auto P = plan_.num_stages();
+  double loss = 0;
+  json links = json::object();
+  json reps = json::array();
+  for (auto& rep : reports) {
+    if (rep["stage"] == P - 1)
+      loss += rep["loss"].get<double>();
+    for (auto& [k, v] : rep["bytes"].items())
+      links[k] = v;
+    int s = rep["stage"], r = rep["replica"];
+    int d = stages_[s][r].device;
+    reps.push_back({{"replica", rep["label"]},
+                    {"stage", s},
+                    {"busy_s", rep["busy_s"]},
+                    {"idle_s", std::max(0.0, wall - rep["busy_s"].get<double>())},
+                    {"max_unacked", rep["max_unacked"]}});
+    if (step < job_.trace_steps)
+      for (auto& ev : rep["events"])
+        trace_.events.push_back({ev["name"].get<std::string>(), "compute",
+                                 ev["ts"].get<double>() - t_start,
+                                 ev["dur"].get<double>(), d, 100 * s + r,
+                                 {{"step", step}}});
+  }
+  const auto B = plan_.batch_size;
+  json rec{{"step", step + 1},       {"epoch", epoch},
+           {"loss", loss},           {"seconds", wall},
+           {"samples_per_s", B / wall}, {"replicas", reps},
+           {"link_bytes", links},    {"generation", generation_}};
+  metrics_.emit("iteration", rec);
+  result_.iterations.push_back(rec);
+  result_.last_loss = loss;
+}
+
+
+} // namespace asteroid::actors::detail
