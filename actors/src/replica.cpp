@@ -641,6 +641,10 @@ bool check_index(replica_actor* self, int32_t i, size_t n, const char* what) {
 }
 
 caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
+  // This runs on the replica's own thread: OpenMP's thread count is per
+  // thread, so apply the process's setting (`asteroid node --threads`) here,
+  // or LibTorch uses every core and fights the other processes for them.
+  at::init_num_threads();
   self->state.e = e;
   auto& st = self->state;
   st.prev.resize(e->prev.size());
