@@ -175,7 +175,6 @@ int main(int argc, char** argv) {
       o.resumed_s = e->value("since_fault_s", -1.0);
     if (auto* e = event(r, "caught_up"))
       o.caught_up_s = e->value("since_fault_s", -1.0);
-    int64_t resume_from = steps;
     if (auto* e = event(r, "recovered")) {
       o.recover_s = (*e)["recover_s"].get<double>();
       o.rerun = (*e)["failed_step"].get<int64_t>() - (*e)["resume_step"].get<int64_t>() + 1;
@@ -191,7 +190,6 @@ int main(int argc, char** argv) {
     }
     if (!after.empty())
       after.erase(after.begin());
-    (void) resume_from;
     o.after_sps = median(after);
     o.before_sps = median(before);
     rows.push_back(o);
