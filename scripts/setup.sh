@@ -12,6 +12,7 @@ packages=(
   catch2 libbenchmark-dev
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist
   gnuplot-nox iproute2 procps
+  jq                    # scripts/testbed.sh reads cluster and job files (iproute2: ip, tc)
 )
 
 missing=()

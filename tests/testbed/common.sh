@@ -1,0 +1,165 @@
+# Helpers for the testbed tests (sourced). Each test is `bash TEST.sh ASTEROID_EXE BASE_PORT`
+# and uses ports BASE_PORT..BASE_PORT+9; exit 77 means skipped (no network namespaces here).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+testbed="$root/scripts/testbed.sh"
+exe=${1:?usage: $0 ASTEROID_EXE BASE_PORT}
+port=${2:?usage: $0 ASTEROID_EXE BASE_PORT}
+[[ -x $exe ]] || { echo "FAIL: $exe is not an executable" >&2; exit 1; }
+command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/testbed-test.XXXXXX")
+tb_pid=""
+trap 'tb_teardown' EXIT
+
+say() { echo "[$(date +%T)] $*" >&2; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# On the way out: a testbed this test started and left running gets SIGTERM, and what it
+# may have left is removed, so that a failing test leaves nothing behind either.
+tb_teardown() {
+  local status=$?
+  if [[ -n $tb_pid ]] && kill -0 "$tb_pid" 2>/dev/null; then
+    kill -TERM "$tb_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$tb_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  if [[ -n $tb_pid && $(id -u) -eq 0 ]]; then
+    bash "$testbed" --cleanup "$tb_pid" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$tmp"
+  return $status
+}
+
+# Skips the test (exit 77) unless this process may create network namespaces, veth pairs, a
+# bridge and HTB qdiscs.
+tb_require_netns() {
+  local ns="asteroid-probe-$$" out
+  if [[ $(id -u) -ne 0 ]]; then echo "SKIP: not root: no network namespaces" >&2; exit 77; fi
+  command -v ip >/dev/null && command -v tc >/dev/null \
+    || { echo "SKIP: ip/tc (iproute2) missing" >&2; exit 77; }
+  if ! out=$(ip netns add "$ns" 2>&1); then
+    echo "SKIP: 'ip netns add' failed: $out" >&2; exit 77
+  fi
+  if ! out=$( { ip -n "$ns" link add tbp0 type veth peer name tbp1 \
+                && tc -n "$ns" qdisc add dev tbp0 root handle 1: htb default 1 \
+                && tc -n "$ns" class add dev tbp0 parent 1: classid 1:1 htb rate 10mbit; } 2>&1 ); then
+    ip netns del "$ns" 2>/dev/null || true
+    echo "SKIP: veth or HTB not available: $out" >&2; exit 77
+  fi
+  ip netns del "$ns"
+}
+
+# Starts the testbed in the background with job control on, so that it gets its own process
+# group and SIGINT is not ignored in it (as for a background job of a script). Output goes to
+# $tmp/testbed.out; sets tb_pid (= the testbed's id).
+tb_start() {
+  set -m
+  bash "$testbed" --exe "$exe" --base-port "$port" "$@" >"$tmp/testbed.out" 2>&1 &
+  tb_pid=$!
+  set +m
+  say "testbed started: pid/id $tb_pid: $*"
+}
+
+# Waits for the testbed to exit (at most `timeout` s); sets tb_status.
+tb_wait() {
+  local timeout=${1:-200} i
+  for (( i = 0; i < timeout * 10; ++i )); do
+    kill -0 "$tb_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$tb_pid" 2>/dev/null; then
+    cat "$tmp/testbed.out" >&2
+    fail "testbed still running after $timeout s"
+  fi
+  tb_status=0
+  wait "$tb_pid" || tb_status=$?
+  say "testbed exited with status $tb_status"
+}
+
+# Waits until `file` has `lines` lines matching `pattern` (at most `timeout` s). Returns 2 if
+# the testbed exits first with the known CAF connect race (see connect_race), fails otherwise.
+wait_for_lines() {
+  local file=$1 pattern=$2 lines=$3 timeout=$4 i
+  for (( i = 0; i < timeout * 10; ++i )); do
+    if [[ -f $file ]] && (( $(grep -c -- "$pattern" "$file" || true) >= lines )); then return 0; fi
+    if ! kill -0 "$tb_pid" 2>/dev/null; then
+      connect_race && return 2
+      cat "$tmp/testbed.out" >&2
+      fail "testbed exited early"
+    fi
+    sleep 0.1
+  done
+  cat "$tmp/testbed.out" >&2
+  fail "no $lines lines matching '$pattern' in $file after $timeout s"
+}
+
+# True when the run failed because a BASP handshake took longer than CAF's heartbeat tick
+# (CAF 0.17.6 drops such connections with connection_timeout; seen on a loaded 2-core host).
+# That is a runtime issue, not the testbed's: the tests check the cleanup and retry once.
+connect_race() { grep -q "system_error(connection_timeout)" "$tmp/testbed.out"; }
+
+# tb_start + tb_wait, retried once after the known connect race.
+tb_run() {
+  local attempt
+  for attempt in 1 2; do
+    tb_start "$@"
+    tb_wait 200
+    if (( tb_status != 0 && attempt == 1 )) && connect_race; then
+      assert_clean "$tb_pid"
+      say "KNOWN ISSUE: CAF connect race (system_error(connection_timeout)): retrying once"
+      continue
+    fi
+    return 0
+  done
+}
+
+# tb_start, then waits for `lines` iterations in the metrics file `file`; retried once after
+# the known connect race.
+tb_start_job() {
+  local file=$1 lines=$2 attempt code
+  shift 2
+  for attempt in 1 2; do
+    rm -f "$file"
+    tb_start "$@"
+    code=0
+    wait_for_lines "$file" '"iteration"' "$lines" 150 || code=$?
+    (( code == 0 )) && return 0
+    tb_wait 30
+    assert_clean "$tb_pid"
+    (( attempt == 1 )) || fail "the job failed twice: $(grep -m1 error "$tmp/testbed.out")"
+    say "KNOWN ISSUE: CAF connect race (system_error(connection_timeout)): retrying once"
+  done
+}
+
+# The pids of the processes in device i's namespace.
+ns_pids() { ip netns pids "asteroid-$tb_pid-$1" 2>/dev/null || true; }
+
+# Fails unless nothing of testbed `id` remains: namespaces, links (bridge, veths), qdiscs on
+# them, node processes on this test's ports, the job, the testbed's temp folder.
+assert_clean() {
+  local id=$1 left
+  left=$( {
+    ip netns list 2>/dev/null | grep -E "^asteroid-$id-" | sed 's/^/namespace: /'
+    ip -o link show 2>/dev/null | grep -E ": at$id[bhn]" | sed 's/^/link: /'
+    tc qdisc show 2>/dev/null | grep -E "dev at$id[bhn]" | sed 's/^/qdisc: /'
+    pgrep -af "asteroid node --listen [^ ]*:($port|$((port + 1))|$((port + 2))|$((port + 3)))( |\$)" \
+      | sed 's/^/node process: /'
+    pgrep -af "asteroid-testbed-$id\\." | sed 's/^/process: /'
+    ls -d "${TMPDIR:-/tmp}/asteroid-testbed-$id".* 2>/dev/null | sed 's/^/temp folder: /'
+  } || true )
+  if [[ -n $left ]]; then
+    cat "$tmp/testbed.out" >&2 || true
+    fail "testbed $id left behind:"$'\n'"$left"
+  fi
+  say "clean: no namespace, link, qdisc, process or temp folder of testbed $id"
+}
+
+# Fails (showing the testbed's output) unless it exited with `status`.
+expect_status() {
+  (( tb_status == $1 )) || { cat "$tmp/testbed.out" >&2; fail "$2: exit status $tb_status, expected $1"; }
+}
+
+expect_output() {
+  grep -qE -- "$1" "$tmp/testbed.out" || { cat "$tmp/testbed.out" >&2; fail "testbed output lacks /$1/"; }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# (e) Without namespaces (--no-netns, as when not root): loopback nodes, a clear warning, the job
+# runs, nothing remains. Also: --help, and bad input gets a message naming the file and field.
+# Needs neither root nor namespaces.
+source "$(dirname "$0")/common.sh"
+
+help=$(bash "$testbed" --help) && grep -q -- "--cluster FILE" <<<"$help" || fail "--help lacks --cluster"
+expect_error() {  # expected-message-regex testbed-args...
+  local regex=$1 out status=0
+  shift
+  out=$(bash "$testbed" --exe "$exe" --base-port "$port" "$@" 2>&1) || status=$?
+  (( status == 1 )) && grep -qE -- "$regex" <<<"$out" \
+    || fail "testbed $*: expected status 1 and /$regex/, got $status: $out"
+}
+echo '{"devices": [{"name": "a", "speed": 1, "memory": "1GiB"}, {"name": "b", "type": "nano9"}],
+      "link_mbps": 10}' >"$tmp/bad-type.json"
+expect_error "bad-type.json: devices\[1\]\.type: unknown type \"nano9\"" --cluster "$tmp/bad-type.json"
+echo '{"devices": [{"name": "a", "speed": 1}], "link_mbps": 10}' >"$tmp/no-memory.json"
+expect_error "no-memory.json: devices\[0\]\.memory: missing" --cluster "$tmp/no-memory.json"
+echo '{"devices": [{"name": "a", "type": "jetson-nano"}, {"name": "b", "type": "jetson-tx2"}]}' \
+  >"$tmp/no-links.json"
+expect_error "no-links.json: link_mbps: missing" --cluster "$tmp/no-links.json"
+expect_error "cluster file .*nope.json does not exist" --cluster "$tmp/nope.json"
+expect_error "unknown argument '--frobnicate'" --cluster "$here/cluster-3dev.json" --frobnicate
+
+tb_run --no-netns --cluster "$here/cluster-3dev.json" --job "$here/job-mlp.json"
+expect_status 0 "testbed"
+expect_output "WARNING: network namespaces not used \(--no-netns\)"
+expect_output "falling back to 3 loopback nodes on 127\.0\.0\.1; links are NOT shaped"
+expect_output "job done: 6 steps"
+assert_clean "$tb_pid"
+say "PASS"
