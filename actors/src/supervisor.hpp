@@ -144,6 +144,7 @@ private:
   int64_t recover(const std::set<int>& lost, int64_t failed_step);
   void save_checkpoint(int64_t step);
   bool rejoin(int64_t step);
+  void reconnect_closed();
   bool track_speed(int64_t step, const std::vector<json>& reports);
   void replan_at_boundary(int64_t step, const std::string& event, json rec);
 
@@ -161,6 +162,10 @@ private:
   std::vector<json> caps_;
   std::set<int> dead_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
+  /// Dead devices whose connection closed (the process went away): a new
+  /// process may come back at the same endpoint.
+  std::set<int> closed_;
+  clock::time_point next_reconnect_{};
   std::set<int> reported_lost_; ///< named in a "recovered" event already
   std::optional<planner::model_profile> profile_;
   /// Measured cluster (capabilities + link matrix), when links are measured.

@@ -199,8 +199,10 @@ std::map<int, json> supervisor::inventories() {
       },
       [&](caf::down_msg& dm) {
         for (size_t d = 0; d < devices_.size(); ++d)
-          if (dm.source == devices_[d].address())
+          if (dm.source == devices_[d].address()) {
+            closed_.insert(static_cast<int>(d));
             drop(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+          }
       },
       caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
         return caf::message{};

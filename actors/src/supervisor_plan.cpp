@@ -18,9 +18,12 @@
 namespace asteroid::actors::detail {
 
 void supervisor::fault_event(const std::string& event, json rec, int device) {
-  rec["event"] = event;
   rec["generation"] = generation_;
+  // Metrics lines are {"event": "fault", "fault": "<what>", ...}: the sink
+  // owns the "event" key.
+  rec["fault"] = event;
   metrics_.emit("fault", rec);
+  rec["event"] = event;
   result_.fault_events.push_back(rec);
   // Absolute time for now; run() rebases fault events to the job start.
   trace_.events.push_back({event, "fault", wall_us(), 0.0,

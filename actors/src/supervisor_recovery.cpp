@@ -42,6 +42,7 @@ void supervisor::drain_losses(int64_t step) {
         for (size_t d = 0; d < devices_.size(); ++d)
           if (dm.source == devices_[d].address() && !dead_.count(static_cast<int>(d))) {
             dead_.insert(static_cast<int>(d));
+            closed_.insert(static_cast<int>(d));
             fault_event("detected",
                         {{"node", name_of(static_cast<int>(d))},
                          {"step", step},
@@ -180,8 +181,63 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   fault_event(event, rec);
 }
 
+void supervisor::reconnect_closed() {
+  // A node whose process went away may be restarted at the same endpoint
+  // (or replaced by a new device there). Trying costs one refused TCP
+  // connect per second and device; a node that answers is linked to the
+  // others and admitted like one that came back from a hang.
+  auto now = clock::now();
+  if (closed_.empty() || now < next_reconnect_)
+    return;
+  next_reconnect_ = now + std::chrono::seconds(1);
+  for (int d : std::set<int>(closed_)) {
+    if (!dead_.count(d) || d >= static_cast<int>(job_.nodes.size()))
+      continue;
+    caf::actor handle;
+    try {
+      auto [host, port] = parse_endpoint(job_.nodes[d]);
+      handle = connect(sys_, host, port, milliseconds(300));
+    } catch (const std::exception&) {
+      continue; // not back yet
+    }
+    std::string text, err;
+    self_->request(handle, heartbeats_.tolerance(), caps_atom::value)
+      .receive([&](std::string& t) { text = std::move(t); },
+               [&](caf::error& e) { err = sys_.render(e); });
+    if (!err.empty())
+      continue;
+    devices_[d] = handle;
+    self_->monitor(handle);
+    caps_[d] = json::parse(text);
+    // Direct links between the new process and every live node.
+    bool linked = true;
+    auto link = [&](int from, int to) {
+      auto [host, port] = parse_endpoint(job_.nodes[to]);
+      std::string e;
+      self_->request(devices_[from], heartbeats_.tolerance() + std::chrono::seconds(5),
+                     link_atom::value, host, port)
+        .receive([&](std::string& x) { e = x; },
+                 [&](caf::error& x) { e = sys_.render(x); });
+      linked = linked && e.empty();
+    };
+    for (size_t e = 0; e < devices_.size(); ++e)
+      if (static_cast<int>(e) != d && !dead_.count(static_cast<int>(e))) {
+        link(d, static_cast<int>(e));
+        link(static_cast<int>(e), d);
+      }
+    if (!linked)
+      continue;
+    closed_.erase(d);
+    returned_.insert(d);
+    fault_event("reconnected", {{"node", name_of(d)},
+                                {"pid", caps_[d].value("pid", int64_t{-1})}}, d);
+  }
+}
+
 bool supervisor::rejoin(int64_t step) {
   // A device that answers again is admitted at this mini-batch boundary.
+  if (snapshots_on() && known_profile())
+    reconnect_closed();
   std::set<int> back;
   for (int d : returned_)
     if (dead_.count(d))

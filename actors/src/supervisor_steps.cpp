@@ -161,8 +161,10 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
       },
       [&](caf::down_msg& dm) {
         for (size_t d = 0; d < devices_.size(); ++d)
-          if (dm.source == devices_[d].address())
+          if (dm.source == devices_[d].address()) {
+            closed_.insert(static_cast<int>(d));
             lose(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+          }
         for (auto& st : stages_)
           for (auto& r : st)
             if (dm.source == r.handle.address())

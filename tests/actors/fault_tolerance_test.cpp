@@ -7,9 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 using namespace asteroid;
 using namespace asteroid::test;
@@ -223,5 +226,85 @@ TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
   std::printf("[drift] %s\n", drift->dump().c_str());
   CHECK((*drift)["node"] == "node1");
   CHECK((*drift)["busy_ratio"].get<double>() > 2.0);
+  CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
+}
+
+TEST_CASE("a killed node restarted at its endpoint is reconnected and "
+          "admitted again") {
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2}, {8}}}));
+  job.planner = "asteroid"; // re-planning on re-join needs the planner
+  job.max_steps = 1500;
+  job.epochs = 40;
+  job.metrics_path = std::string(ASTEROID_TEST_TMP) + "/ft-reconnect.jsonl";
+  job.faults = {fault(1, 3, "kill")};
+  auto opts = cluster_options(3, 47490);
+  opts.slowdowns = {5.0}; // slower steps, so the job outlives the restart
+  actors::local_cluster cluster{opts};
+  auto train = synthetic(job.batch_size * 50);
+  std::atomic<bool> done{false};
+  pid_t restarted = -1;
+  std::thread restarter{[&] {
+    // Once the loss is recovered from, start a new node process on the
+    // killed node's endpoint; retry while the port cannot be bound yet (the
+    // old connections may still hold it for a while).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto log = std::string(ASTEROID_TEST_TMP) + "/ft-reconnect-node1.log";
+    bool recovered = false;
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      if (!recovered)
+        recovered = slurp(job.metrics_path).find("\"fault\":\"recovered\"")
+                    != std::string::npos;
+      if (recovered) {
+        auto pid = ::fork();
+        if (pid == 0) {
+          ::freopen(log.c_str(), "w", stdout);
+          ::freopen(log.c_str(), "a", stderr);
+          ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "node", "--listen",
+                  "127.0.0.1:47491", "--name", "node1-again", "--threads", "1",
+                  nullptr);
+          std::_Exit(127);
+        }
+        // Listening, or exited (port busy)?
+        for (int i = 0; i < 100; ++i) {
+          if (slurp(log).find("listening on") != std::string::npos) {
+            restarted = pid;
+            return;
+          }
+          if (::waitpid(pid, nullptr, WNOHANG) == pid)
+            break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (::waitpid(pid, nullptr, WNOHANG) == 0) { // neither: give up on it
+          ::kill(pid, SIGKILL);
+          ::waitpid(pid, nullptr, 0);
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }};
+  actors::job_result r;
+  try {
+    r = run_on_cluster(job, cluster, train);
+  } catch (...) {
+    done = true;
+    restarter.join();
+    if (restarted > 0)
+      ::kill(restarted, SIGKILL);
+    throw;
+  }
+  done = true;
+  restarter.join();
+  if (restarted > 0) {
+    ::kill(restarted, SIGTERM);
+    ::waitpid(restarted, nullptr, 0);
+  }
+  REQUIRE(restarted > 0);
+  CHECK(r.steps == job.max_steps);
+  REQUIRE(find_event(r, "reconnected"));
+  auto* back = find_event(r, "rejoined");
+  REQUIRE(back);
+  std::printf("[reconnect] new process admitted at step %lld\n",
+              static_cast<long long>((*back)["step"].get<int64_t>()));
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
