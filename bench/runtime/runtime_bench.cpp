@@ -106,8 +106,6 @@ double framework_step_s(const std::string& model_name,
   std::vector<double> times;
   for (size_t i = static_cast<size_t>(warmup); i < r.iterations.size(); ++i)
     times.push_back(r.iterations[i]["seconds"].get<double>());
-  if (std::getenv("ASTEROID_BENCH_DEBUG"))
-    std::fprintf(stderr, "%s\n", r.iterations.back().dump().c_str());
   return median(times);
 }
 
