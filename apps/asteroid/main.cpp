@@ -4,12 +4,15 @@
 // explains its flags.
 #include "commands.hpp"
 
+#include "asteroid/kernels/allocator.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <exception>
 
 int main(int argc, char** argv) {
+  asteroid::kernels::keep_tensor_buffers_in_heap();
   CLI::App app{"Asteroid: hybrid pipeline parallel DNN training on "
                "heterogeneous edge devices"};
   app.require_subcommand(1);

@@ -1,0 +1,106 @@
+#pragma once
+/// \file
+/// The data plane: tensor bytes between node processes on the runtime's own
+/// TCP connections, outside CAF's middleman.
+///
+/// Why: CAF 0.17 moves a 1 MiB message at a small fraction of what the same
+/// loopback does with plain TCP (docs/benchmarks.md), and it serializes a
+/// whole message before sending any of it. Control stays on CAF (deploy,
+/// heartbeats, acks, reports, monitors); activations, gradients, all-reduce
+/// chunks and snapshots to other nodes go here. The receiver turns every
+/// frame (serialization/frame.hpp) into the same local CAF message the
+/// sender would have sent, so replicas handle one message type whichever
+/// way it came.
+///
+/// Shape (PipeEdge-like): one listener and one reader thread per incoming
+/// connection; one writer thread per destination with a bounded queue, so a
+/// replica hands its bytes over and goes back to compute. A full queue makes
+/// the sender wait (backpressure), up to `queue_wait`, then the frame is
+/// dropped and `send` says so. Frames for an actor that is gone are
+/// dropped: after a recovery, stale frames of an old generation name actor
+/// ids nobody registers again. Malformed input closes that connection only.
+#include "asteroid/serialization/frame.hpp"
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asteroid::actors {
+
+class data_plane : public std::enable_shared_from_this<data_plane> {
+public:
+  struct options {
+    std::string host = "127.0.0.1"; ///< address to listen on
+    uint16_t port = 0;              ///< 0: any free port
+    /// > 0: every outgoing connection is paced to this many bytes/s
+    /// (loopback emulation of a shaped link where `tc` is not available).
+    double rate_Bps = 0;
+    size_t queue_frames = 64;       ///< per destination
+    std::chrono::milliseconds queue_wait{30000};
+    std::chrono::milliseconds connect_timeout{3000};
+    serialization::frame_limits limits;
+  };
+
+  struct counters {
+    int64_t frames_out = 0, bytes_out = 0, frames_in = 0, bytes_in = 0;
+    int64_t dropped_out = 0, dropped_in = 0, bad_connections = 0;
+  };
+
+  /// Listens at once; throws std::runtime_error naming host:port on failure.
+  static std::shared_ptr<data_plane> start(caf::actor_system& sys, options opts);
+  ~data_plane();
+  data_plane(const data_plane&) = delete;
+  data_plane& operator=(const data_plane&) = delete;
+
+  uint16_t port() const { return port_; }
+  /// Frames whose destination is `a.id()` are delivered to `a` until it
+  /// terminates.
+  void add_sink(const caf::actor& a);
+  void remove_sink(caf::actor_id id);
+  /// Queues one frame to the data plane at `endpoint` ("host:port");
+  /// `h.key_size` and `h.payload_size` are filled in. Returns false when the
+  /// frame was dropped (queue still full after `queue_wait`, or stopping).
+  bool send(const std::string& endpoint, serialization::frame_header h,
+            std::string key, std::string payload);
+  counters stats() const;
+  /// Closes every connection and joins every thread; idempotent.
+  void stop();
+
+private:
+  struct outgoing;
+  struct incoming;
+  data_plane(caf::actor_system& sys, options opts);
+  void accept_loop();
+  void read_loop(incoming* in);
+  void write_loop(outgoing* out);
+  void deliver(const serialization::frame_header& h, std::string key,
+               std::string payload);
+  outgoing& connection_to(const std::string& endpoint);
+  template <class F>
+  void count(F f) {
+    std::lock_guard<std::mutex> guard{mu_};
+    f(stats_);
+  }
+
+  caf::actor_system& sys_;
+  options opts_;
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread acceptor_;
+  mutable std::mutex mu_; ///< guards sinks_, outgoing_, incoming_, stats_
+  std::map<caf::actor_id, caf::actor> sinks_;
+  std::map<std::string, std::unique_ptr<outgoing>> outgoing_;
+  std::vector<std::unique_ptr<incoming>> incoming_;
+  counters stats_;
+};
+
+} // namespace asteroid::actors
