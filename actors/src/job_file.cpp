@@ -131,7 +131,7 @@ job_spec parse_job(const json& j, const std::string& where) {
     "seed", "nodes", "plan", "planner", "schedule", "credit_window",
     "metrics", "trace", "trace_steps", "evaluate", "progress",
     "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-    "faults", "profile_node", "measure_links"};
+    "faults", "profile_node", "measure_links", "data_plane"};
   for (auto& [key, value] : j.items())
     if (!known.count(key))
       throw std::invalid_argument(where + ": unknown field '" + key + "'");
@@ -163,6 +163,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("profile", s.profile_path);
   field("profile_node", s.profile_node);
   field("measure_links", s.measure_links);
+  field("data_plane", s.data_plane);
   field("schedule", s.schedule);
   field("credit_window", s.credit_window);
   field("metrics", s.metrics_path);

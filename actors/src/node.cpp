@@ -1,7 +1,9 @@
 #include "asteroid/actors/node.hpp"
 
+#include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/profiler.hpp"
 
@@ -90,13 +92,50 @@ namespace {
 
 struct device_state {
   device_options opts;
+  std::shared_ptr<data_plane> dp;
   std::vector<caf::actor> replicas;
   snapshot_store store;
 };
 
+/// Times `repeats` echoes of `payload` through the data planes (ours to the
+/// one at `peer_endpoint` and back); median seconds, or -1 on a lost echo.
+double data_plane_round_trip(caf::blocking_actor* w, data_plane& dp,
+                             const std::string& my_endpoint,
+                             const std::string& peer_endpoint,
+                             const std::string& payload, int repeats) {
+  // Each echo sends a fresh copy, made just before the clock starts: the
+  // probe times the transport (as the raw-TCP comparison, which resends one
+  // buffer, does), with the bytes as warm in cache as a tensor encoded just
+  // before its send. The first echo warms the path up and is not timed.
+  std::vector<double> times;
+  for (int i = 0; i <= repeats; ++i) {
+    std::string copy = payload;
+    serialization::frame_header h;
+    h.kind = serialization::frame_kind::echo;
+    h.step = static_cast<int64_t>(w->id());
+    auto t0 = std::chrono::steady_clock::now();
+    if (!dp.send(peer_endpoint, h, my_endpoint, std::move(copy)))
+      return -1;
+    bool ok = false;
+    w->receive([&](echo_atom, int64_t) { ok = true; },
+               caf::after(std::chrono::seconds(30)) >> [] {});
+    if (!ok)
+      return -1;
+    if (i > 0)
+      times.push_back(std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 caf::behavior device_fun(caf::stateful_actor<device_state>* self,
-                         device_options opts) {
+                         device_options opts, std::shared_ptr<data_plane> dp) {
   self->state.opts = opts;
+  self->state.dp = dp;
+  if (dp)
+    dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
   self->set_default_handler(
     [](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
       spdlog::error("device: ignored unexpected message {}",
@@ -113,6 +152,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                             {"slowdown_emulated", o.slowdown != 1.0},
                             {"endpoint", o.endpoint},
                             {"pid", static_cast<int64_t>(::getpid())},
+                            {"data_port", self->state.dp ? self->state.dp->port() : 0},
                             {"replicas", self->state.replicas.size()}}
         .dump();
     },
@@ -169,11 +209,14 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       return static_cast<int64_t>(payload.size());
     },
     [=](probe_atom, const std::string& endpoint, int64_t bytes,
-        int32_t repeats) -> caf::response_promise {
+        int32_t repeats, int32_t path) -> caf::response_promise {
       auto rp = self->make_response_promise();
       auto name = self->state.opts.name;
+      auto my_endpoint = self->state.opts.endpoint;
+      auto dp = self->state.dp;
       self->system().spawn(
-        [rp, name, endpoint, bytes, repeats](caf::blocking_actor* w) mutable {
+        [rp, name, endpoint, bytes, repeats, path, dp,
+         my_endpoint](caf::blocking_actor* w) mutable {
           auto fail = [&](const std::string& why) {
             rp.deliver(name + " -> " + endpoint + ": " + why, int64_t{0},
                        int64_t{0});
@@ -181,16 +224,49 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           if (bytes < 1 || bytes > (int64_t{1} << 30) || repeats < 1
               || repeats > 100)
             return fail("probe size or repeat count out of range");
+          if (path != probe_caf && path != probe_data_plane && path != probe_auto)
+            return fail("unknown probe path " + std::to_string(path));
           caf::actor peer;
+          std::string host;
           try {
-            auto [host, port] = parse_endpoint(endpoint);
+            auto [h, port] = parse_endpoint(endpoint);
+            host = h;
             peer = connect(w->system(), host, port, std::chrono::seconds(5));
           } catch (const std::exception& e) {
             return fail(e.what());
           }
+          std::string peer_dp, my_dp;
+          int64_t port = 0;
+          if (path != probe_caf) {
+            w->request(peer, std::chrono::seconds(5), caps_atom::value)
+              .receive(
+                [&](const std::string& text) {
+                  auto j = nlohmann::json::parse(text, nullptr, false);
+                  if (j.is_object())
+                    port = j.value("data_port", int64_t{0});
+                },
+                [&](caf::error&) {});
+            bool mine = dp && !my_endpoint.empty();
+            bool theirs = port > 0 && port <= 65535;
+            if (path == probe_auto)
+              path = mine && theirs ? probe_data_plane : probe_caf;
+            else if (!mine)
+              return fail("this node has no data plane");
+            else if (!theirs)
+              return fail("the peer has no data plane");
+          }
+          if (path == probe_data_plane) {
+            peer_dp = host + ":" + std::to_string(port);
+            my_dp = parse_endpoint(my_endpoint).first + ":"
+                    + std::to_string(dp->port());
+            dp->add_sink(caf::actor_cast<caf::actor>(w));
+          }
           auto round_trip = [&](const std::string& payload) {
+            if (path == probe_data_plane)
+              return data_plane_round_trip(w, *dp, my_dp, peer_dp, payload,
+                                           repeats);
             std::vector<double> times;
-            for (int i = 0; i < repeats; ++i) {
+            for (int i = 0; i <= repeats; ++i) { // the first one warms up
               auto t0 = std::chrono::steady_clock::now();
               bool ok = false;
               w->request(peer, std::chrono::seconds(30), echo_atom::value,
@@ -198,7 +274,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                 .receive([&](int64_t) { ok = true; }, [&](caf::error&) {});
               if (!ok)
                 return -1.0;
-              times.push_back(std::chrono::duration<double>(
+              if (i > 0)
+                times.push_back(std::chrono::duration<double>(
                                 std::chrono::steady_clock::now() - t0)
                                 .count());
             }
@@ -207,6 +284,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           };
           auto tiny = round_trip(std::string(1, 'x'));
           auto big = round_trip(std::string(static_cast<size_t>(bytes), 'x'));
+          if (dp)
+            dp->remove_sink(w->id());
           if (tiny < 0 || big < 0)
             return fail("no echo within 30 s");
           auto transfer = std::max(big - tiny, 1e-9);
@@ -242,7 +321,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                                                   spec.end_layer, version);
         auto r = spawn_replica(self->system(), spec,
                                from_store.empty() ? state : from_store,
-                               caf::actor_cast<caf::actor>(self));
+                               caf::actor_cast<caf::actor>(self),
+                               self->state.dp);
         self->state.replicas.push_back(r);
         spdlog::info("{}: deployed {} (layers [{}, {}), share {})",
                      self->state.opts.name, spec.label, spec.first_layer,
@@ -279,11 +359,13 @@ extern "C" void on_signal(int sig) { stop_signal = sig; }
 
 } // namespace
 
-caf::actor spawn_device(caf::actor_system& sys, const device_options& opts) {
-  return sys.spawn<caf::detached>(device_fun, opts);
+caf::actor spawn_device(caf::actor_system& sys, const device_options& opts,
+                        std::shared_ptr<data_plane> dp) {
+  return sys.spawn<caf::detached>(device_fun, opts, std::move(dp));
 }
 
 int run_node(const node_options& opts) {
+  kernels::keep_tensor_buffers_in_heap();
   if (opts.device.slowdown < 1.0)
     throw std::invalid_argument("node: --slowdown must be >= 1, got "
                                 + std::to_string(opts.device.slowdown));
@@ -293,7 +375,15 @@ int run_node(const node_options& opts) {
   configure(cfg, opts.net);
   caf::actor_system sys{cfg};
   auto dev_opts = opts.device;
-  auto device = spawn_device(sys, dev_opts);
+  std::shared_ptr<data_plane> dp;
+  if (opts.data_plane) {
+    data_plane::options dpo;
+    dpo.host = opts.host;
+    dpo.port = opts.data_port;
+    dpo.rate_Bps = opts.link_rate_Bps;
+    dp = data_plane::start(sys, dpo);
+  }
+  auto device = spawn_device(sys, dev_opts, dp);
   auto port = sys.middleman().publish(device, opts.port, opts.host.c_str(),
                                       true);
   if (!port) {
@@ -305,12 +395,19 @@ int run_node(const node_options& opts) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::printf("asteroid node %s listening on %s:%u (memory %lld B, %d "
-              "threads, slowdown %.2f%s)\n",
+              "threads, slowdown %.2f%s, data plane %s)\n",
               opts.device.name.c_str(), opts.host.c_str(),
               static_cast<unsigned>(*port),
               static_cast<long long>(opts.device.memory_bytes),
               opts.device.threads, opts.device.slowdown,
-              opts.device.slowdown != 1.0 ? " emulated" : "");
+              opts.device.slowdown != 1.0 ? " emulated" : "",
+              !dp ? "off"
+                  : (std::to_string(dp->port())
+                     + (opts.link_rate_Bps > 0
+                          ? ", paced to " + std::to_string(opts.link_rate_Bps * 8e-6)
+                              + " Mbit/s (emulated link)"
+                          : ""))
+                      .c_str());
   std::fflush(stdout);
   while (stop_signal == 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -63,7 +63,8 @@ link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
   int64_t latency_ns = 0, bps = 0;
   self
     ->request(from, opts.timeout * (2 * opts.repeats + 1), probe_atom::value,
-              to_endpoint, opts.bytes, static_cast<int32_t>(opts.repeats))
+              to_endpoint, opts.bytes, static_cast<int32_t>(opts.repeats),
+              static_cast<int32_t>(opts.path))
     .receive(
       [&](std::string& e, int64_t lat, int64_t bw) {
         err = std::move(e);

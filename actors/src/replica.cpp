@@ -1,5 +1,6 @@
 #include "asteroid/actors/replica.hpp"
 
+#include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/kernels/bucket.hpp"
@@ -184,6 +185,8 @@ struct engine {
   span mine;
   std::vector<span> prev;
   std::vector<span> next;
+  /// This process's data plane (null: every tensor rides in CAF messages).
+  std::shared_ptr<data_plane> dp;
 };
 
 struct replica_state {
@@ -194,6 +197,9 @@ struct replica_state {
   caf::actor supervisor;
   caf::actor home;   ///< this node's device actor: local snapshots
   caf::actor backup; ///< the device keeping this stage's replica
+  /// Data-plane endpoints of peers, by (peer_role, index) (`ast_route`);
+  /// a peer without one gets its tensors in CAF messages.
+  std::map<std::pair<int, int>, std::string> routes;
 
   // -- the step being executed --
   int64_t step = -1;
@@ -265,17 +271,43 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   st.events.push_back({{"name", name}, {"ts", start_us}, {"dur", total * 1e6}});
 }
 
-void send_bytes(replica_actor* self, const caf::actor& to, bool activation,
-                int mb, const torch::Tensor& t, const std::string& link) {
+/// Sends `bytes` to peer (`role`, `index`) = `to`: on the data plane when the
+/// supervisor gave a route to it, else as the CAF message `via_caf` sends.
+template <class ViaCaf>
+void transmit(replica_actor* self, int role, int index, const caf::actor& to,
+              serialization::frame_header h, std::string key,
+              std::string bytes, ViaCaf&& via_caf) {
+  auto& st = self->state;
+  auto route = st.routes.find({role, index});
+  if (!st.e->dp || route == st.routes.end()) {
+    via_caf(std::move(key), std::move(bytes));
+    return;
+  }
+  h.destination = to.id();
+  if (!st.e->dp->send(route->second, h, std::move(key), std::move(bytes)))
+    fail(self, "data plane: frame to " + route->second
+                 + " dropped (its queue stayed full)");
+}
+
+void send_bytes(replica_actor* self, const caf::actor& to, int index,
+                bool activation, int mb, const torch::Tensor& t,
+                const std::string& link) {
   auto& st = self->state;
   auto bytes = serialization::encode_tensor(t);
   st.bytes[link] += static_cast<int64_t>(bytes.size());
-  if (activation)
-    self->send(to, act_atom::value, st.step, static_cast<int32_t>(mb),
-               static_cast<int32_t>(st.e->spec.replica), std::move(bytes));
-  else
-    self->send(to, grad_atom::value, st.step, static_cast<int32_t>(mb),
-               static_cast<int32_t>(st.e->spec.replica), std::move(bytes));
+  serialization::frame_header h;
+  h.kind = activation ? serialization::frame_kind::activation
+                      : serialization::frame_kind::gradient;
+  h.step = st.step;
+  h.a = static_cast<int32_t>(mb);
+  h.b = static_cast<int32_t>(st.e->spec.replica);
+  transmit(self, activation ? peer_next : peer_prev, index, to, h, {},
+           std::move(bytes), [&](std::string, std::string b) {
+             if (activation)
+               self->send(to, act_atom::value, h.step, h.a, h.b, std::move(b));
+             else
+               self->send(to, grad_atom::value, h.step, h.a, h.b, std::move(b));
+           });
 }
 
 /// Sends my rows of `t` (rows of `mine`) to each peer whose span overlaps,
@@ -298,7 +330,7 @@ bool send_pieces(replica_actor* self, bool activation, int mb,
       throw std::runtime_error("no handle for replica " + std::to_string(q)
                                + " of stage " + std::to_string(peer_stage));
     auto piece = t.slice(0, ov.begin - e.mine.begin, ov.end - e.mine.begin);
-    send_bytes(self, peers[q], activation, mb, piece,
+    send_bytes(self, peers[q], static_cast<int>(q), activation, mb, piece,
                link_name(e.spec.stage, e.spec.replica, peer_stage,
                          static_cast<int>(q)));
     ++unacked[q];
@@ -349,8 +381,14 @@ void send_chunk(replica_actor* self, int k, int idx) {
                              st.e->spec.stage,
                              (st.e->spec.replica + 1) % n)]
     += static_cast<int64_t>(bytes.size());
-  self->send(st.ring_next, ar_atom::value, st.step, static_cast<int32_t>(k),
-             std::move(bytes));
+  serialization::frame_header h;
+  h.kind = serialization::frame_kind::all_reduce;
+  h.step = st.step;
+  h.a = static_cast<int32_t>(k);
+  transmit(self, peer_ring_next, 0, st.ring_next, h, {}, std::move(bytes),
+           [&](std::string, std::string b) {
+             self->send(st.ring_next, ar_atom::value, h.step, h.a, std::move(b));
+           });
 }
 
 /// One ring all-reduce, resumable: returns false while waiting for a chunk.
@@ -462,8 +500,16 @@ void snapshot(replica_actor* self) {
       e.model, e.spec.first_layer, e.spec.end_layer, e.optimizer.get()));
   });
   auto key = range_key(e.spec.first_layer, e.spec.end_layer);
-  if (e.spec.replica == 0 && st.backup)
-    self->send(st.backup, snap_atom::value, key, st.step, bytes);
+  if (e.spec.replica == 0 && st.backup) {
+    serialization::frame_header h;
+    h.kind = serialization::frame_kind::snapshot;
+    h.step = st.step;
+    transmit(self, peer_backup, 0, st.backup, h, key, bytes,
+             [&](std::string k, std::string b) {
+               self->send(st.backup, snap_atom::value, std::move(k), h.step,
+                          std::move(b));
+             });
+  }
   if (st.home)
     self->send(st.home, snap_atom::value, key, st.step, std::move(bytes));
 }
@@ -726,6 +772,15 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
           spdlog::error("{}: unknown peer role {}", name_of(*e), role);
       }
     },
+    [=](route_atom, int32_t role, int32_t index, const std::string& endpoint) {
+      try {
+        parse_endpoint(endpoint);
+      } catch (const std::exception& ex) {
+        spdlog::error("{}: ignored route: {}", name_of(*e), ex.what());
+        return;
+      }
+      self->state.routes[{role, index}] = endpoint;
+    },
     [=](load_atom, int64_t step, std::string& payload) {
       self->state.loads[step] = std::move(payload);
       advance(self);
@@ -787,9 +842,11 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
 } // namespace
 
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& state, caf::actor home) {
+                         const std::string& state, caf::actor home,
+                         std::shared_ptr<data_plane> dp) {
   auto e = std::make_shared<engine>();
   e->spec = spec;
+  e->dp = dp;
   e->model = build_model(spec.model, spec.model_options);
   if (spec.first_layer < 0 || spec.end_layer > e->model->size()
       || spec.first_layer >= spec.end_layer)
@@ -811,6 +868,8 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   e->prev = spans(spec.prev_shares);
   e->next = spans(spec.next_shares);
   auto r = sys.spawn<caf::detached>(replica_fun, e);
+  if (dp)
+    dp->add_sink(r);
   if (home)
     caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0}, home);
   return r;

@@ -38,6 +38,7 @@ void supervisor::link_nodes() {
 }
 
 void supervisor::deploy(const planner::plan& p, const state_source& src) {
+  fed_step_.reset(); // new replicas hold no loads
   const auto P = p.num_stages();
   stages_.assign(P, {});
   num_replicas_ = 0;
@@ -129,23 +130,42 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
     for (auto& r : stages_[s]) {
       self_->send(r.handle, peer_atom::value, int32_t{peer_supervisor},
                   int32_t{0}, me);
+      // A peer on another node with a data plane also gets a route:
+      // tensors go there instead of into CAF messages.
+      auto wire = [&](peer_role role, int index, int device,
+                      const caf::actor& peer) {
+        self_->send(r.handle, peer_atom::value, int32_t{role},
+                    static_cast<int32_t>(index), peer);
+        auto route = data_endpoint(device);
+        if (device != r.device && !route.empty() && !data_endpoint(r.device).empty())
+          self_->send(r.handle, route_atom::value, int32_t{role},
+                      static_cast<int32_t>(index), route);
+      };
       if (s > 0)
         for (auto& q : stages_[s - 1])
-          self_->send(r.handle, peer_atom::value, int32_t{peer_prev},
-                      static_cast<int32_t>(q.replica), q.handle);
+          wire(peer_prev, q.replica, q.device, q.handle);
       if (s + 1 < P)
         for (auto& q : stages_[s + 1])
-          self_->send(r.handle, peer_atom::value, int32_t{peer_next},
-                      static_cast<int32_t>(q.replica), q.handle);
-      if (n > 1)
-        self_->send(r.handle, peer_atom::value, int32_t{peer_ring_next},
-                    int32_t{0}, stages_[s][(r.replica + 1) % n].handle);
+          wire(peer_next, q.replica, q.device, q.handle);
+      if (n > 1) {
+        auto& q = stages_[s][(r.replica + 1) % n];
+        wire(peer_ring_next, 0, q.device, q.handle);
+      }
       if (r.replica == 0 && backup >= 0 && snapshots_on())
-        self_->send(r.handle, peer_atom::value, int32_t{peer_backup},
-                    int32_t{0}, devices_[backup]);
+        wire(peer_backup, 0, backup, devices_[backup]);
     }
   }
   heartbeats_.reset(clock::now());
+}
+
+std::string supervisor::data_endpoint(int d) const {
+  if (!job_.data_plane || d < 0 || d >= static_cast<int>(job_.nodes.size())
+      || d >= static_cast<int>(caps_.size()))
+    return {};
+  auto port = caps_[d].value("data_port", int64_t{0});
+  if (port <= 0 || port > 65535)
+    return {};
+  return parse_endpoint(job_.nodes[d]).first + ":" + std::to_string(port);
 }
 
 void supervisor::stop_replicas() {

@@ -59,8 +59,26 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--slowdown", o->device.slowdown,
                   "Emulated slowdown factor (compute padded to F x measured)")
     ->capture_default_str();
+  auto no_data_plane = std::make_shared<bool>(false);
+  auto data_port = std::make_shared<int>(0);
+  auto link_mbit = std::make_shared<double>(0);
+  cmd->add_flag("--no-data-plane", *no_data_plane,
+                "Send tensors in CAF messages instead of on the data plane");
+  cmd->add_option("--data-port", *data_port,
+                  "Port of the data plane (0: any free one, reported to the "
+                  "supervisor)")
+    ->check(CLI::Range(0, 65535))
+    ->capture_default_str();
+  cmd->add_option("--link-rate", *link_mbit,
+                  "Pace outgoing tensor bytes to this many Mbit/s (emulated "
+                  "link, for when tc shaping is not available; 0: off)")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
   cmd->callback([=] {
     auto [host, port] = actors::parse_endpoint(*listen);
+    o->data_plane = !*no_data_plane;
+    o->data_port = static_cast<uint16_t>(*data_port);
+    o->link_rate_Bps = *link_mbit * 1e6 / 8;
     o->host = host;
     o->port = port;
     o->device.endpoint = *listen;

@@ -91,6 +91,9 @@ struct job_spec {
   /// Planner mode: measure every link between nodes (bandwidth, latency)
   /// instead of assuming 1 Gbit/s everywhere.
   bool measure_links = true;
+  /// Tensors between node processes on the nodes' data planes
+  /// (data_plane.hpp); false: in CAF messages, as before the data plane.
+  bool data_plane = true;
   std::string schedule = "1f1b";
   int credit_window = 0;         ///< 0: number of stages + 1
   std::string metrics_path;      ///< JSON lines ("-": stdout, empty: none)

@@ -4,9 +4,12 @@
 #include "asteroid/actors/protocol.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace asteroid::actors {
+
+class data_plane;
 
 /// What a device offers; reported to the supervisor as JSON (`ast_caps`).
 struct device_options {
@@ -22,7 +25,10 @@ struct device_options {
 
 /// Spawns a device actor (detached, so it answers pings while it builds
 /// replicas). It never dies on a bad message: it logs and goes on.
-caf::actor spawn_device(caf::actor_system& sys, const device_options& opts);
+/// With `dp`, snapshots from other nodes arrive on the data plane, probes
+/// can use it, and replicas deployed here send and receive tensors on it.
+caf::actor spawn_device(caf::actor_system& sys, const device_options& opts,
+                        std::shared_ptr<data_plane> dp = {});
 
 /// Options of `asteroid node`.
 struct node_options {
@@ -30,6 +36,12 @@ struct node_options {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   net_options net;
+  /// Tensors between nodes on the data plane (data_plane.hpp); off: in CAF
+  /// messages.
+  bool data_plane = true;
+  uint16_t data_port = 0; ///< 0: any free port (reported in `ast_caps`)
+  /// > 0: outgoing data-plane bytes paced to this rate (emulated link).
+  double link_rate_Bps = 0;
 };
 
 /// Runs a node process until SIGINT/SIGTERM: publishes a device actor at

@@ -20,10 +20,11 @@
 /// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
 /// | `ast_slow, int32 permille`                     | device, replica | -        |
 /// | `ast_prof, string request_json`                | device  | string err, string profile_json |
-/// | `ast_probe, string endpoint, int64 bytes, int32 repeats` | device | string err, int64 latency_ns, int64 bytes_per_s |
+/// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path` | device | string err, int64 latency_ns, int64 bytes_per_s |
 /// | `ast_echo, string payload`                     | device  | int64 size       |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
 /// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
+/// | `ast_route, int32 role, int32 index, string endpoint` | replica | - (data-plane address of that peer's node) |
 /// | `ast_load, int64 step, string named_tensors`   | replica | -                |
 /// | `ast_start, int64 step`                        | replica | -                |
 /// | `ast_act / ast_grad, int64 step, int32 mb, int32 from, string tensor` | replica | - |
@@ -69,6 +70,14 @@ using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
 using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;
 using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
 using echo_atom = caf::atom_constant<caf::atom("ast_echo")>;
+using route_atom = caf::atom_constant<caf::atom("ast_route")>;
+
+/// How `ast_probe` moves its bytes.
+enum probe_path : int32_t {
+  probe_caf = 0,        ///< CAF messages (the control path)
+  probe_data_plane = 1, ///< the data plane, where tensors travel
+  probe_auto = 2,       ///< the data plane where both nodes have one
+};
 
 /// Roles of `ast_peer` messages.
 enum peer_role : int32_t {

@@ -32,6 +32,8 @@ struct link_probe_options {
   int64_t bytes = int64_t{1} << 20; ///< payload of the bandwidth probe
   int repeats = 3;                  ///< the median round trip is kept
   std::chrono::milliseconds timeout{10000};
+  /// The path tensors take: the data plane where both nodes have one.
+  probe_path path = probe_auto;
 };
 
 /// One directed link, measured from its sending node.

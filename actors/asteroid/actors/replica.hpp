@@ -11,10 +11,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace asteroid::actors {
+
+class data_plane;
 
 /// Everything a replica needs; travels to the device as JSON text.
 struct replica_spec {
@@ -68,7 +71,10 @@ void register_model_factory(
 /// its layers, with or without optimizer state; `home` is the device actor
 /// that keeps its local snapshots (may be null).
 /// Throws std::invalid_argument naming the problem for a bad spec/state.
+/// With `dp`, the replica receives tensors from its process's data plane
+/// and sends them there to peers the supervisor routed (`ast_route`).
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& state, caf::actor home = {});
+                         const std::string& state, caf::actor home = {},
+                         std::shared_ptr<data_plane> dp = {});
 
 } // namespace asteroid::actors
