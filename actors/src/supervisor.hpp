@@ -105,6 +105,9 @@ private:
                                                    : "device " + std::to_string(d);
   }
   std::string name_of(int d) const { return caps_[d].value("name", who(d)); }
+  /// "host:port" of device `d`'s data plane; empty where it has none (an
+  /// in-process device, `--no-data-plane`) or the job turned it off.
+  std::string data_endpoint(int d) const;
   bool snapshots_on() const {
     return ft().snapshot_every > 0
            && (ft().recovery == "replay" || ft().recovery == "replan");
@@ -132,8 +135,11 @@ private:
   serialization::named_tensors gather_full_state();
 
   // -- steps --
+  /// Runs one step; with `next`, the next step's loads go out as soon as
+  /// this step has started, so feeding it overlaps this step's compute.
   std::set<int> run_step(int64_t step, const data::batch& batch,
-                         std::vector<json>& reports);
+                         const data::batch* next, std::vector<json>& reports);
+  void feed(int64_t step, const data::batch& batch);
   void ping_all(clock::time_point now);
   void inject(const fault_spec& f);
   void record_iteration(int64_t step, int64_t epoch, double wall,
@@ -172,6 +178,8 @@ private:
   std::optional<planner::cluster> links_;
   planner::plan plan_;
   int generation_ = 0;
+  /// The step whose loads the current generation's replicas already hold.
+  std::optional<int64_t> fed_step_;
   std::vector<std::vector<replica_ref>> stages_;
   int num_replicas_ = 0;
   int64_t hb_round_ = 0;

@@ -286,7 +286,11 @@ bool supervisor::track_speed(int64_t step, const std::vector<json>& reports) {
     auto base = t.baseline;
     std::sort(base.begin(), base.end());
     double r = b / std::max(base[1], 1e-9);
-    bool off = r > ft().drift_factor || r < 1.0 / ft().drift_factor;
+    // Slower counts always. Faster counts only for a device already marked
+    // slow (it recovers): otherwise a baseline taken while the process was
+    // still warming up (heap growth, caches) would pass for drift.
+    bool off = r > ft().drift_factor
+               || (r < 1.0 / ft().drift_factor && speed_scale_[d] < 1.0);
     t.streak = off ? t.streak + 1 : 0;
     if (t.streak >= ft().drift_steps && drifted < 0) {
       drifted = d;

@@ -73,8 +73,14 @@ job_result supervisor::run() {
       rejoin(step);
       auto t0 = wall_us();
       auto batch = train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
+      // The next step's batch, fed while this one runs (when it is in this
+      // epoch; a re-deployment between the steps feeds it again).
+      std::optional<data::batch> next;
+      if (step + 1 < total_steps && (step + 1) / per_epoch == epoch)
+        next = train_->get_batch(
+          batches[static_cast<size_t>((step + 1) % per_epoch)]);
       std::vector<json> reports;
-      auto lost = run_step(step, batch, reports);
+      auto lost = run_step(step, batch, next ? &*next : nullptr, reports);
       if (!lost.empty()) {
         step = recover(lost, step);
         continue;

@@ -54,14 +54,11 @@ void supervisor::inject(const fault_spec& f) {
   fault_event("injected", rec, d);
 }
 
-std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
-                                   std::vector<json>& reports) {
+void supervisor::feed(int64_t step, const data::batch& batch) {
   const auto P = plan_.num_stages();
   const auto M = plan_.micro_batches;
   const auto mbs = plan_.micro_batch_size();
-  auto t0 = clock::now();
-  heartbeats_.catch_up(t0);
-  // Feed the first stage's inputs and the last stage's labels.
+  // The first stage's inputs and the last stage's labels.
   std::map<caf::actor, serialization::named_tensors> feed;
   for (int s : {0, P - 1}) {
     int64_t at = 0;
@@ -82,9 +79,23 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   }
   for (auto& [h, list] : feed)
     self_->send(h, load_atom::value, step, serialization::encode_tensors(list));
+  fed_step_ = step;
+}
+
+std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
+                                   const data::batch* next,
+                                   std::vector<json>& reports) {
+  auto t0 = clock::now();
+  heartbeats_.catch_up(t0);
+  if (fed_step_ != step)
+    feed(step, batch);
   for (auto& st : stages_)
     for (auto& r : st)
       self_->send(r.handle, start_atom::value, step);
+  // Replicas keep loads by step: the next one waits there while this one
+  // runs. A recovery deploys new replicas and feeds again.
+  if (next)
+    feed(step + 1, *next);
   // Faults scripted for this step, and those whose step ended before their
   // delay ran out (they fire at once).
   std::vector<std::pair<clock::time_point, size_t>> due;

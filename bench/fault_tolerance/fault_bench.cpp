@@ -10,6 +10,7 @@
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
+#include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/training/profiler.hpp"
@@ -71,6 +72,7 @@ actors::job_result run(actors::job_spec job, int nodes, uint16_t port,
 } // namespace
 
 int main(int argc, char** argv) {
+  kernels::keep_tensor_buffers_in_heap(); // as every asteroid process
   CLI::App app{"Asteroid recovery benchmark: lightweight replay vs heavy "
                "re-plan vs restart-from-checkpoint for the same fault"};
   std::string model = "cnn";
