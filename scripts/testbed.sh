@@ -45,8 +45,10 @@
 #   Not emulated: the host's cores are shared by all devices (no CPU isolation), no time
 #   dilation, no GPU.
 #
-# Without root, or when `ip netns add` fails, it falls back to loopback nodes (127.0.0.1,
-# unshaped links; slowdown and memory still apply) and says so. Everything it created (node
+# Without root, or when `ip netns add` fails, it falls back to loopback nodes (127.0.0.1; slowdown
+# and memory still apply) and says so; there each node paces the tensors it sends to its uplink
+# rate (`asteroid node --link-rate`, on the data plane) unless --no-shape; control messages,
+# delay and loss are then not emulated. Everything it created (node
 # processes, anything else running in its namespaces, the job, veths, bridge, qdiscs,
 # namespaces) is removed on exit, on Ctrl-C / SIGTERM / SIGHUP, and when a node dies while no
 # job runs. A node that dies during a job is reported; the job recovers or fails on its own.
@@ -514,8 +516,15 @@ else
   else
     log "WARNING: network namespaces not used (--no-netns):"
   fi
-  log "WARNING: falling back to $n loopback nodes on 127.0.0.1; links are NOT shaped" \
-      "(no rate, delay or loss); compute slowdown and memory budgets still apply"
+  if (( shape )); then
+    log "WARNING: falling back to $n loopback nodes on 127.0.0.1; links are NOT shaped by tc:" \
+        "each node paces the tensors it sends (data plane, --link-rate) to its uplink rate;" \
+        "control messages, delay and loss are not emulated; compute slowdown and memory" \
+        "budgets still apply"
+  else
+    log "WARNING: falling back to $n loopback nodes on 127.0.0.1; links are NOT shaped" \
+        "(no rate, delay or loss); compute slowdown and memory budgets still apply"
+  fi
 fi
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -535,6 +544,8 @@ for (( i = 0; i < n; ++i )); do
   if [[ $mode == netns ]] && (( shape )); then
     up=$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')
     down=$(awk -v b="${down_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')
+  elif (( shape )); then
+    up=$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g(paced)", b / 1e6}') down=-
   else
     up=- down=-
   fi
@@ -542,6 +553,10 @@ for (( i = 0; i < n; ++i )); do
     "${slowdowns[i]}" "${memories[i]}" "$up" "$down" "$lat" >&2
   node_cmd=("$exe" node --listen "${endpoints[i]}" --name "${names[i]}" \
             --memory "${memories[i]}" --slowdown "${slowdowns[i]}" --threads "$threads")
+  if [[ $mode != netns ]] && (( shape )); then
+    # No tc here: the node paces its own tensor traffic to its uplink.
+    node_cmd+=(--link-rate "$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')")
+  fi
   if [[ $mode == netns ]]; then
     ip netns exec "${namespaces[i]}" "${pdeath[@]}" "${node_cmd[@]}" \
       >"$log_dir/${names[i]}.log" 2>&1 </dev/null &

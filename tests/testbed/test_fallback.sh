@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # (e) Without namespaces (--no-netns, as when not root): loopback nodes, a clear warning, the job
-# runs, nothing remains. Also: --help, and bad input gets a message naming the file and field.
+# runs, nothing remains; the nodes pace their tensor traffic to the cluster's rates. Also: --help, and bad input gets a message naming the file and field.
 # Needs neither root nor namespaces.
 source "$(dirname "$0")/common.sh"
 
@@ -26,7 +26,24 @@ expect_error "unknown argument '--frobnicate'" --cluster "$here/cluster-3dev.jso
 tb_run --no-netns --cluster "$here/cluster-3dev.json" --job "$here/job-mlp.json"
 expect_status 0 "testbed"
 expect_output "WARNING: network namespaces not used \(--no-netns\)"
-expect_output "falling back to 3 loopback nodes on 127\.0\.0\.1; links are NOT shaped"
+expect_output "falling back to 3 loopback nodes on 127\.0\.0\.1; links are NOT shaped by tc"
+expect_output "each node paces the tensors it sends"
 expect_output "job done: 6 steps"
 assert_clean "$tb_pid"
+
+# Paced links in the fallback: a node's tensors leave at its uplink rate (node 1: 10 Mbit/s
+# links only; node 2: one 40 Mbit/s link), measured by the probe on the data plane.
+tb_run --no-netns --cluster "$here/cluster-links.json" -- bash -c \
+  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 262144 --repeats 3 -o "$1"' \
+  "$exe" "$tmp/paced.json"
+expect_status 0 "testbed (paced probe)"
+expect_output "each node paces the tensors it sends"
+assert_clean "$tb_pid"
+for link in "1 0 10" "1 2 10" "2 0 40"; do
+  read -r a b mbit <<<"$link"
+  got=$(jq -r ".bandwidth_mbps[$a][$b]" "$tmp/paced.json")
+  awk -v m="$got" -v c="$mbit" 'BEGIN { exit !(m >= 0.9 * c && m <= 1.2 * c) }' \
+    || fail "paced link $a -> $b: $got Mbit/s, configured $mbit (want 0.9-1.2 x)"
+  say "paced link $a -> $b: $got Mbit/s (configured $mbit)"
+done
 say "PASS"

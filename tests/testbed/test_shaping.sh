@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # (d) Shaped links limit throughput: on a 3-device testbed with a bandwidth matrix of 10 and
-# 40 Mbit/s links, raw TCP transfers between namespaces and `asteroid probe` (through CAF, as
-# the planner measures) must each reach 0.5-1.2 x the configured rate of their link. Where
+# 40 Mbit/s links, raw TCP transfers between namespaces and `asteroid probe` (as
+# the planner measures, on the data plane) must each reach 0.5-1.2 x the configured rate of their link. Where
 # the kernel has netem, the probe's one-way latency must be near the cluster's 10 ms.
 source "$(dirname "$0")/common.sh"
 tb_require_netns
