@@ -20,6 +20,10 @@
 #   --delay-ms D        override the cluster's latency: D ms one way on every link
 #   --loss PCT          drop PCT % of the packets on every path (once per path)
 #   --threads T         LibTorch threads per node (default 1)
+#   --dilation D|auto   time dilation: slowdowns x D, link rates / D, latencies x D (emulated time =
+#                       wall time / D); auto: smallest D >= 1 that keeps the devices' compute within
+#                       --cpu-budget cores (default 1.5); printed, and exported to the command as
+#                       ASTEROID_TESTBED_DILATION (default 1: none)
 #   --keep-logs DIR     write the node logs to DIR and keep them (default: a temp folder, removed)
 #   --ready-timeout S   seconds to wait for each node's "listening on" (default 60)
 #   --no-netns          do not use namespaces: loopback nodes, no link shaping
@@ -58,7 +62,7 @@
 # Environment of `-- COMMAND`: ASTEROID_NODES (HOST:PORT,...), ASTEROID_TESTBED_ID,
 # ASTEROID_TESTBED_MODE (netns or loopback), ASTEROID_TESTBED_NAMESPACES (comma-separated,
 # empty in loopback mode), ASTEROID_TESTBED_IPS, ASTEROID_TESTBED_NODE_PIDS,
-# ASTEROID_TESTBED_LOG_DIR. The command runs in its own session (setsid).
+# ASTEROID_TESTBED_LOG_DIR, ASTEROID_TESTBED_DILATION. The command runs in its own session (setsid).
 #
 # Exit status: the job's or the command's; 128+N after signal N; 1 on a setup error or when a
 # node dies while no job runs.
@@ -85,6 +89,8 @@ link_mbps=""
 delay_ms=""
 loss=""
 threads=1
+dilation=1
+cpu_budget=1.5
 keep_logs=""
 ready_timeout=60
 use_netns=1
@@ -104,6 +110,8 @@ while [[ $# -gt 0 ]]; do
     --delay-ms) need_value "$@"; delay_ms=$2; shift 2 ;;
     --loss) need_value "$@"; loss=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
+    --dilation) need_value "$@"; dilation=$2; shift 2 ;;
+    --cpu-budget) need_value "$@"; cpu_budget=$2; shift 2 ;;
     --keep-logs) need_value "$@"; keep_logs=$2; shift 2 ;;
     --ready-timeout) need_value "$@"; ready_timeout=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
@@ -285,6 +293,33 @@ n=${#names[@]}
 (( base_port + n - 1 <= 65535 )) || die "--base-port $base_port: ports would exceed 65535"
 loss_given=$loss
 loss=${loss:-0}
+
+# -- time dilation (docs/benchmarks.md, "Time dilation") ------------------------------------------
+# One factor D: every device computes D times slower (slowdown x D) and every link carries 1/D of
+# its rate with D times its latency, so emulated time = wall time / D. "auto": the smallest D >= 1
+# with which the devices, all busy at once, need at most --cpu-budget cores (sum of 1/slowdown).
+if [[ $dilation == auto ]]; then
+  dilation=$(printf '%s\n' "${slowdowns[@]}" |
+             awk -v b="$cpu_budget" '{ d += 1 / $1 } END { x = d / b; printf "%.3g", x < 1 ? 1 : x }')
+fi
+is_number "$dilation" && awk -v d="$dilation" 'BEGIN { exit !(d >= 1) }' \
+  || die "--dilation $dilation: expected a number >= 1 or 'auto'"
+if [[ $dilation != 1 ]]; then
+  scale() { awk -v x="$1" -v f="$2" 'BEGIN { printf "%.0f", x * f }'; }
+  divide() { awk -v x="$1" -v f="$2" 'BEGIN { printf "%.0f", x / f }'; }
+  for (( i = 0; i < n; ++i )); do
+    slowdowns[i]=$(awk -v s="${slowdowns[i]}" -v d="$dilation" 'BEGIN { printf "%g", s * d }')
+    up_bits[i]=$(divide "${up_bits[i]}" "$dilation")
+    down_bits[i]=$(divide "${down_bits[i]}" "$dilation")
+    sup_us[i]=$(scale "${sup_us[i]}" "$dilation")
+  done
+  for k in "${!pair_bits[@]}"; do
+    pair_bits[$k]=$(divide "${pair_bits[$k]}" "$dilation")
+    pair_us[$k]=$(scale "${pair_us[$k]}" "$dilation")
+  done
+  log "time dilation D = $dilation: compute x $dilation, link rates / $dilation, latencies" \
+      "x $dilation; emulated time = wall time / $dilation"
+fi
 
 # -- state and teardown ---------------------------------------------------------------------------
 id=$$
@@ -607,7 +642,7 @@ elif (( ${#command[@]} )); then
   export ASTEROID_TESTBED_NAMESPACES=$(IFS=,; echo "${namespaces[*]}")
   export ASTEROID_TESTBED_IPS=$(IFS=,; echo "${ips[*]}")
   export ASTEROID_TESTBED_NODE_PIDS=$(IFS=,; echo "${node_pids[*]}")
-  export ASTEROID_TESTBED_LOG_DIR=$log_dir
+  export ASTEROID_TESTBED_LOG_DIR=$log_dir ASTEROID_TESTBED_DILATION=$dilation
   run_what="command"
   run_is_command=1
   log "running: ${command[*]}"

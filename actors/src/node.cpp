@@ -97,29 +97,19 @@ struct device_state {
   snapshot_store store;
 };
 
-/// Times `repeats` echoes of `payload` through the data planes (ours to the
-/// one at `peer_endpoint` and back); median seconds, or -1 on a lost echo.
-double data_plane_round_trip(caf::blocking_actor* w, data_plane& dp,
-                             const std::string& my_endpoint,
-                             const std::string& peer_endpoint,
-                             const std::string& payload, int repeats) {
-  // Each echo sends a fresh copy, made just before the clock starts: the
-  // probe times the transport (as the raw-TCP comparison, which resends one
-  // buffer, does), with the bytes as warm in cache as a tensor encoded just
-  // before its send. The first echo warms the path up and is not timed.
+/// Median seconds of `repeats` round trips `echo(bytes)` (false: the echo
+/// was lost, -1 is returned) of `payload`. Each one sends a fresh copy made
+/// just before the clock starts: the probe times the transport (as the
+/// raw-TCP comparison, which resends one buffer, does), with the bytes as
+/// warm in cache as a tensor encoded just before its send. The first round
+/// trip warms the path up and is not timed.
+template <class Echo>
+double median_round_trip(const std::string& payload, int repeats, Echo&& echo) {
   std::vector<double> times;
   for (int i = 0; i <= repeats; ++i) {
     std::string copy = payload;
-    serialization::frame_header h;
-    h.kind = serialization::frame_kind::echo;
-    h.step = static_cast<int64_t>(w->id());
     auto t0 = std::chrono::steady_clock::now();
-    if (!dp.send(peer_endpoint, h, my_endpoint, std::move(copy)))
-      return -1;
-    bool ok = false;
-    w->receive([&](echo_atom, int64_t) { ok = true; },
-               caf::after(std::chrono::seconds(30)) >> [] {});
-    if (!ok)
+    if (!echo(std::move(copy)))
       return -1;
     if (i > 0)
       times.push_back(std::chrono::duration<double>(
@@ -262,25 +252,24 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
             dp->add_sink(caf::actor_cast<caf::actor>(w));
           }
           auto round_trip = [&](const std::string& payload) {
-            if (path == probe_data_plane)
-              return data_plane_round_trip(w, *dp, my_dp, peer_dp, payload,
-                                           repeats);
-            std::vector<double> times;
-            for (int i = 0; i <= repeats; ++i) { // the first one warms up
-              auto t0 = std::chrono::steady_clock::now();
+            return median_round_trip(payload, repeats, [&](std::string bytes) {
               bool ok = false;
-              w->request(peer, std::chrono::seconds(30), echo_atom::value,
-                         payload)
-                .receive([&](int64_t) { ok = true; }, [&](caf::error&) {});
-              if (!ok)
-                return -1.0;
-              if (i > 0)
-                times.push_back(std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - t0)
-                                .count());
-            }
-            std::sort(times.begin(), times.end());
-            return times[times.size() / 2];
+              if (path == probe_data_plane) {
+                // Out through our data plane, answered through the peer's.
+                serialization::frame_header h;
+                h.kind = serialization::frame_kind::echo;
+                h.step = static_cast<int64_t>(w->id());
+                if (!dp->send(peer_dp, h, my_dp, std::move(bytes)))
+                  return false;
+                w->receive([&](echo_atom, int64_t) { ok = true; },
+                           caf::after(std::chrono::seconds(30)) >> [] {});
+              } else {
+                w->request(peer, std::chrono::seconds(30), echo_atom::value,
+                           std::move(bytes))
+                  .receive([&](int64_t) { ok = true; }, [&](caf::error&) {});
+              }
+              return ok;
+            });
           };
           auto tiny = round_trip(std::string(1, 'x'));
           auto big = round_trip(std::string(static_cast<size_t>(bytes), 'x'));
@@ -487,6 +476,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       std::to_string(opts_.threads),
       "--slowdown",
       std::to_string(pick(opts_.slowdowns, i, 1.0))};
+    if (opts_.link_rate_mbps > 0) {
+      args.push_back("--link-rate");
+      args.push_back(std::to_string(opts_.link_rate_mbps));
+    }
     auto log = log_path(i);
     auto parent = ::getpid();
     auto pid = ::fork();

@@ -60,6 +60,7 @@ job_result supervisor::run() {
   int64_t step = 0;
   int64_t cached_epoch = -1;
   std::vector<std::vector<int64_t>> batches;
+  std::optional<std::pair<int64_t, data::batch>> ahead; ///< the next step's batch
   try {
     while (step < total_steps) {
       auto epoch = step / per_epoch;
@@ -72,15 +73,17 @@ job_result supervisor::run() {
         save_checkpoint(step);
       rejoin(step);
       auto t0 = wall_us();
-      auto batch = train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
+      auto batch = ahead && ahead->first == step
+                     ? std::move(ahead->second)
+                     : train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
+      ahead.reset();
       // The next step's batch, fed while this one runs (when it is in this
       // epoch; a re-deployment between the steps feeds it again).
-      std::optional<data::batch> next;
       if (step + 1 < total_steps && (step + 1) / per_epoch == epoch)
-        next = train_->get_batch(
-          batches[static_cast<size_t>((step + 1) % per_epoch)]);
+        ahead.emplace(step + 1, train_->get_batch(
+                                  batches[static_cast<size_t>((step + 1) % per_epoch)]));
       std::vector<json> reports;
-      auto lost = run_step(step, batch, next ? &*next : nullptr, reports);
+      auto lost = run_step(step, batch, ahead ? &ahead->second : nullptr, reports);
       if (!lost.empty()) {
         step = recover(lost, step);
         continue;

@@ -223,7 +223,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
   const auto B = plan_.batch_size;
   json rec{{"step", step + 1},       {"epoch", epoch},
            {"loss", loss},           {"seconds", wall},
-           {"samples_per_s", B / wall}, {"replicas", reps},
+           {"samples_per_s", B / wall}, {"t_s", (wall_us() - t_start) * 1e-6},
+           {"replicas", reps},
            {"link_bytes", links},    {"generation", generation_}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);

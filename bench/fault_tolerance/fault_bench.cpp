@@ -34,6 +34,7 @@ struct outcome {
   double after_sps = 0;   ///< median samples/s of the steps after recovery
   double before_sps = 0;  ///< median samples/s before the fault
   std::vector<double> timeline; ///< per-step samples/s
+  std::vector<double> at_s;     ///< when each step ended, seconds since the start
 };
 
 double median(std::vector<double> v) {
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
   int64_t steps = 60, fault_step = 45, batch = 64, checkpoint_every = 25;
   int micro = 4; // for the profile's sizes; the planner picks the count
   uint16_t port = 47600;
-  std::string csv = "fault_bench.csv";
+  std::string csv = "fault_bench.csv", png = "fault_bench.png";
   // Padding compute to 3-4.5x keeps the four processes from fighting over
   // two cores, so the emulated devices, not the host, set the pace.
   std::vector<double> slowdowns{3, 3, 4.5, 4.5};
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
     ->expected(4);
   app.add_option("--base-port", port, "first of 20 ports used");
   app.add_option("--csv", csv, "per-step throughput of every run");
+  app.add_option("--png", png, "throughput over time (gnuplot)");
   CLI11_PARSE(app, argc, argv);
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "fault_bench: the asteroid program is not built\n");
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
     std::vector<double> before, after;
     for (auto& it : r.iterations) {
       o.timeline.push_back(it["samples_per_s"].get<double>());
+      o.at_s.push_back(it["t_s"].get<double>());
       (it["generation"].get<int>() > 0 ? after : before)
         .push_back(it["samples_per_s"].get<double>());
     }
@@ -243,12 +246,28 @@ int main(int argc, char** argv) {
                 rows[2].resumed_s / rows[0].resumed_s,
                 rows[2].caught_up_s / rows[0].caught_up_s);
   std::ofstream out{csv};
-  out << "mode,step,samples_per_s\n";
+  out << "mode,step,t_s,samples_per_s\n";
   for (auto& o : rows)
     for (size_t i = 0; i < o.timeline.size(); ++i)
-      out << o.mode << "," << i + 1 << "," << o.timeline[i] << "\n";
-  for (size_t i = 0; i < fs.size(); ++i)
-    out << "fresh," << i + 2 << "," << fs[i] << "\n";
+      out << o.mode << "," << i + 1 << "," << o.at_s[i] << "," << o.timeline[i] << "\n";
+  out.close();
+  // Figure-17 style: throughput over time, one line per recovery mode.
+  {
+    std::ofstream gp{csv + ".gp"};
+    gp << "set terminal pngcairo size 1000,500 noenhanced\nset output '" << png << "'\n"
+       << "set datafile separator ','\nset key bottom right\n"
+       << "set xlabel 'seconds since the job started'\nset ylabel 'samples/s (step)'\n"
+       << "set title 'node" << victim << " SIGKILLed at step " << fault_step
+       << " (fault_bench)'\nplot ";
+    for (size_t i = 0; i < rows.size(); ++i)
+      gp << (i ? ", " : "") << "'" << csv << "' using (strcol(1) eq '" << rows[i].mode
+         << "' ? $3 : 1/0):4 with linespoints title '" << rows[i].mode << "'";
+    gp << "\n";
+  }
+  if (std::system(("gnuplot '" + csv + ".gp' 2>&1").c_str()) == 0)
+    std::printf("throughput over time: %s\n", png.c_str());
+  else
+    std::fprintf(stderr, "fault_bench: gnuplot failed or is missing; no PNG\n");
   std::printf("per-step throughput: %s\n", csv.c_str());
   return 0;
 }

@@ -46,4 +46,18 @@ for link in "1 0 10" "1 2 10" "2 0 40"; do
     || fail "paced link $a -> $b: $got Mbit/s, configured $mbit (want 0.9-1.2 x)"
   say "paced link $a -> $b: $got Mbit/s (configured $mbit)"
 done
+# Time dilation: D = 2 halves every paced rate (and doubles every slowdown).
+tb_run --no-netns --dilation 2 --cluster "$here/cluster-links.json" -- bash -c \
+  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 131072 --repeats 3 -o "$1"; echo "D=$ASTEROID_TESTBED_DILATION"' \
+  "$exe" "$tmp/dilated.json"
+expect_status 0 "testbed (dilated probe)"
+expect_output "time dilation D = 2: compute x 2, link rates / 2"
+expect_output "D=2"
+assert_clean "$tb_pid"
+got=$(jq -r ".bandwidth_mbps[1][0]" "$tmp/dilated.json")
+awk -v m="$got" 'BEGIN { exit !(m >= 4.5 && m <= 6) }' \
+  || fail "dilated link 1 -> 0: $got Mbit/s, want 5 (10 / D)"
+say "dilated link 1 -> 0: $got Mbit/s (10 Mbit/s at D = 2)"
+expect_error "--dilation 0.5: expected a number >= 1 or 'auto'" --cluster "$here/cluster-3dev.json" \
+  --no-netns --dilation 0.5
 say "PASS"

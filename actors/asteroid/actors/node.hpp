@@ -68,6 +68,9 @@ public:
     std::vector<double> slowdowns;   ///< one per node, or one for all, or none
     std::vector<int64_t> memory;     ///< bytes, same convention
     int threads = 1;
+    /// > 0: every node paces its outgoing tensors to this rate (emulated
+    /// links on loopback, `asteroid node --link-rate`).
+    double link_rate_mbps = 0;
     std::string log_dir;             ///< empty: a fresh /tmp folder
     std::chrono::milliseconds start_timeout{20000};
   };
