@@ -5,7 +5,7 @@
 // links under one time-dilation factor), and the measured samples/s stand
 // next to the planner's prediction. Prints a table, writes a CSV and, when
 // gnuplot is there, a PNG.
-#include "time_dilation.hpp"
+#include "emulated_env.hpp"
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -188,27 +188,10 @@ int main(int argc, char** argv) {
   for (auto& env : split(envs))
     for (auto& rate : split(rates)) {
       auto name = "env-" + env + "-" + rate + "mbps";
-      auto c = planner::load_cluster_file(std::string(ASTEROID_SOURCE_DIR)
-                                          + "/examples/clusters/" + name + ".json");
-      // The fastest device computes at this machine's speed (the profile's).
-      double fastest = 0;
-      for (auto& d : c.devices)
-        fastest = std::max(fastest, d.speed);
-      std::vector<double> speeds;
-      for (auto& d : c.devices) {
-        d.speed /= fastest;
-        speeds.push_back(d.speed);
-      }
-      double D = dilation > 0 ? dilation : bench::auto_dilation(speeds, cpu_budget);
-      actors::local_cluster::options o;
-      o.exe = ASTEROID_CLI_PATH;
-      o.nodes = static_cast<int>(c.devices.size());
-      o.base_port = port;
-      for (auto s : speeds)
-        o.slowdowns.push_back(D / s);
-      for (auto& d : c.devices)
-        o.memory.push_back(d.memory_bytes);
-      o.link_rate_mbps = std::stod(rate) / D;
+      auto env_nodes = bench::emulate(name, dilation, cpu_budget, port);
+      const auto& c = env_nodes.cluster;
+      const double D = env_nodes.dilation;
+      const auto& o = env_nodes.nodes;
       std::fprintf(stderr, "%s: %zu devices, dilation %.2f (links paced to %.1f Mbit/s)\n",
                    name.c_str(), c.devices.size(), D, o.link_rate_mbps);
       actors::local_cluster cluster{o};

@@ -1,0 +1,50 @@
+#pragma once
+// An environment of the paper (examples/clusters/env-X-Ymbps.json) as local
+// node processes under time dilation (time_dilation.hpp): the planner's
+// cluster with speeds relative to the fastest device (= this machine), and
+// the node options that emulate it.
+#include "time_dilation.hpp"
+
+#include "asteroid/actors/node.hpp"
+#include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/json_io.hpp"
+
+#include <string>
+
+namespace asteroid::bench {
+
+struct emulated_env {
+  planner::cluster cluster; ///< what the planner sees (undilated)
+  double dilation = 1;
+  actors::local_cluster::options nodes;
+};
+
+inline emulated_env emulate(const std::string& name, double dilation, double cpu_budget,
+                            uint16_t base_port) {
+  emulated_env env;
+  env.cluster = planner::load_cluster_file(std::string(ASTEROID_SOURCE_DIR)
+                                           + "/examples/clusters/" + name + ".json");
+  double fastest = 0;
+  for (auto& d : env.cluster.devices)
+    fastest = std::max(fastest, d.speed);
+  std::vector<double> speeds;
+  for (auto& d : env.cluster.devices) {
+    d.speed /= fastest;
+    speeds.push_back(d.speed);
+  }
+  env.dilation = dilation > 0 ? dilation : auto_dilation(speeds, cpu_budget);
+  auto& o = env.nodes;
+  o.exe = ASTEROID_CLI_PATH;
+  o.nodes = static_cast<int>(env.cluster.devices.size());
+  o.base_port = base_port;
+  for (auto s : speeds)
+    o.slowdowns.push_back(env.dilation / s);
+  for (auto& d : env.cluster.devices)
+    o.memory.push_back(d.memory_bytes);
+  // One rate per node: the environments' links are uniform.
+  double rate_Bps = env.cluster.bandwidth_Bps.size() > 1 ? env.cluster.bandwidth_Bps[0][1] : 0;
+  o.link_rate_mbps = rate_Bps * 8e-6 / env.dilation;
+  return env;
+}
+
+} // namespace asteroid::bench
