@@ -35,16 +35,6 @@ struct point {
   double accuracy = 0;
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in{text};
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty())
-      out.push_back(item);
-  return out;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -109,30 +99,17 @@ int main(int argc, char** argv) {
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
   std::vector<point> points;
-  for (auto& name : split(planners)) {
+  for (auto& name : bench::split_list(planners)) {
     auto plan = planner::make_planner(name)->make_plan(profile, env.cluster, batch);
     torch::manual_seed(1);
     auto m = actors::build_model(model, json::object());
     points.push_back({name, 0, 0, training::evaluate(m, *test, 500, test_limit).accuracy});
     double t = 0;
     for (int64_t done = 0; done < steps; done += chunk) {
-      actors::job_spec job;
-      job.model = model;
-      job.batch_size = batch;
-      job.micro_batches = plan.micro_batches;
-      job.plan = plan;
+      auto job = bench::emulated_job(model, plan, cluster.endpoints());
       job.optimizer.lr = 0.02;
-      job.optimizer.momentum = 0.9;
       job.max_steps = std::min(chunk, steps - done);
       job.seed = static_cast<uint64_t>(done / chunk + 1); // a new shuffle per chunk
-      job.evaluate = false;
-      job.progress = 0;
-      job.nodes = cluster.endpoints();
-      job.measure_links = false;
-      job.fault_tolerance.snapshot_every = 0;
-      job.fault_tolerance.recovery = "none";
-      job.fault_tolerance.heartbeat_ms = 1000;
-      job.fault_tolerance.heartbeat_misses = 15;
       auto r = actors::run_job(sys, job, devices, m, train, nullptr);
       m = r.model;
       for (auto& it : r.iterations)
@@ -151,7 +128,7 @@ int main(int argc, char** argv) {
   out.close();
   // Time to reach the accuracy every plan reaches (the lowest final accuracy).
   double target = 1;
-  for (auto& name : split(planners))
+  for (auto& name : bench::split_list(planners))
     for (auto it = points.rbegin(); it != points.rend(); ++it)
       if (it->plan == name) {
         target = std::min(target, it->accuracy);
@@ -163,7 +140,7 @@ int main(int argc, char** argv) {
               model.c_str(), static_cast<long long>(batch), static_cast<long long>(steps),
               env_name.c_str(), D, static_cast<long long>(test_limit),
               static_cast<long long>(chunk), target * 100);
-  for (auto& name : split(planners)) {
+  for (auto& name : bench::split_list(planners)) {
     double reach = -1, final_acc = 0, total = 0;
     for (auto& p : points)
       if (p.plan == name) {
@@ -181,7 +158,7 @@ int main(int argc, char** argv) {
      << "set xlabel 'training time, emulated seconds'\nset ylabel 'test accuracy'\n"
      << "set title 'Fashion-MNIST, " << model << ", " << env_name << " (convergence_bench)'\n"
      << "plot ";
-  auto names = split(planners);
+  auto names = bench::split_list(planners);
   for (size_t i = 0; i < names.size(); ++i)
     gp << (i ? ", " : "") << "'" << csv << "' using (strcol(1) eq '" << names[i]
        << "' ? $3 : 1/0):4 with linespoints title '" << names[i] << "'";

@@ -5,11 +5,14 @@
 // the node options that emulate it.
 #include "time_dilation.hpp"
 
+#include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/json_io.hpp"
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace asteroid::bench {
 
@@ -45,6 +48,39 @@ inline emulated_env emulate(const std::string& name, double dilation, double cpu
   double rate_Bps = env.cluster.bandwidth_Bps.size() > 1 ? env.cluster.bandwidth_Bps[0][1] : 0;
   o.link_rate_mbps = rate_Bps * 8e-6 / env.dilation;
   return env;
+}
+
+/// A job running `plan` of `model` on emulated nodes, as the baselines run:
+/// no replication traffic, no recovery, and a heartbeat tolerance (15 s) that
+/// dilated steps on a deliberately loaded machine do not trip.
+inline actors::job_spec emulated_job(const std::string& model, const planner::plan& plan,
+                                     const std::vector<std::string>& nodes) {
+  actors::job_spec job;
+  job.model = model;
+  job.batch_size = plan.batch_size;
+  job.micro_batches = plan.micro_batches;
+  job.plan = plan;
+  job.optimizer.momentum = 0.9;
+  job.evaluate = false;
+  job.progress = 0;
+  job.nodes = nodes;
+  job.measure_links = false;
+  job.fault_tolerance.snapshot_every = 0;
+  job.fault_tolerance.recovery = "none";
+  job.fault_tolerance.heartbeat_ms = 1000;
+  job.fault_tolerance.heartbeat_misses = 15;
+  return job;
+}
+
+/// "a,b,c" -> {"a", "b", "c"} (command-line lists).
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in{text};
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty())
+      out.push_back(item);
+  return out;
 }
 
 } // namespace asteroid::bench

@@ -32,15 +32,7 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in{text};
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty())
-      out.push_back(item);
-  return out;
-}
+using bench::split_list;
 
 double median(std::vector<double> v) {
   if (v.empty())
@@ -78,27 +70,11 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
 double measure(const actors::local_cluster& cluster, const std::string& model,
                const planner::plan& plan, std::shared_ptr<data::dataset> train,
                int64_t warmup, int64_t steps, double dilation) {
-  actors::job_spec job;
-  job.model = model;
+  auto job = bench::emulated_job(model, plan, cluster.endpoints());
   job.model_options = cifar_options();
-  job.batch_size = plan.batch_size;
-  job.micro_batches = plan.micro_batches;
   job.optimizer.lr = 0.01;
-  job.optimizer.momentum = 0.9;
   job.max_steps = warmup + steps;
-  job.evaluate = false;
-  job.progress = 0;
   job.seed = 1;
-  job.nodes = cluster.endpoints();
-  job.plan = plan;
-  job.measure_links = false;
-  // Throughput as the baselines run: no replication traffic.
-  job.fault_tolerance.snapshot_every = 0;
-  job.fault_tolerance.recovery = "none";
-  // Dilated steps are long and the machine is loaded on purpose: a missed
-  // heartbeat must not end a run that recovery would not rescue anyway.
-  job.fault_tolerance.heartbeat_ms = 1000;
-  job.fault_tolerance.heartbeat_misses = 15;
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
@@ -172,10 +148,10 @@ int main(int argc, char** argv) {
   }
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
-  auto plan_names = split(planners);
+  auto plan_names = split_list(planners);
   std::map<std::string, planner::model_profile> profiles;
   std::map<std::string, std::shared_ptr<data::dataset>> data;
-  for (auto& m : split(models)) {
+  for (auto& m : split_list(models)) {
     profiles.emplace(m, profile(m, batch));
     data::dataset_options d;
     d.count = batch * (warmup + steps);
@@ -185,8 +161,8 @@ int main(int argc, char** argv) {
     data[m] = data::make_dataset("synthetic-images", d);
   }
   std::vector<row> rows;
-  for (auto& env : split(envs))
-    for (auto& rate : split(rates)) {
+  for (auto& env : split_list(envs))
+    for (auto& rate : split_list(rates)) {
       auto name = "env-" + env + "-" + rate + "mbps";
       auto env_nodes = bench::emulate(name, dilation, cpu_budget, port);
       const auto& c = env_nodes.cluster;
