@@ -22,8 +22,9 @@
 #   --threads T         LibTorch threads per node (default 1)
 #   --dilation D|auto   time dilation: slowdowns x D, link rates / D, latencies x D (emulated time =
 #                       wall time / D); auto: smallest D >= 1 that keeps the devices' compute within
-#                       --cpu-budget cores (default 1.5); printed, and exported to the command as
+#                       --cpu-budget cores; printed, and exported to the command as
 #                       ASTEROID_TESTBED_DILATION (default 1: none)
+#   --cpu-budget C      cores the devices may use at once, for --dilation auto (default 1.5)
 #   --keep-logs DIR     write the node logs to DIR and keep them (default: a temp folder, removed)
 #   --ready-timeout S   seconds to wait for each node's "listening on" (default 60)
 #   --no-netns          do not use namespaces: loopback nodes, no link shaping
@@ -46,8 +47,8 @@
 #     an uplink of max_j bandwidth[i][j]; on the bridge side (into the device), a downlink of
 #     max_j bandwidth[j][i]; traffic between a device and the supervisor gets the device's
 #     uplink/downlink rate and its mean latency; --loss applies once on every path.
-#   Not emulated: the host's cores are shared by all devices (no CPU isolation), no time
-#   dilation, no GPU.
+#   Not emulated: the host's cores are shared by all devices (no CPU isolation; --dilation
+#   spreads their demand), no GPU.
 #
 # Without root, or when `ip netns add` fails, it falls back to loopback nodes (127.0.0.1; slowdown
 # and memory still apply) and says so; there each node paces the tensors it sends to its uplink

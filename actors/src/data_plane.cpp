@@ -32,7 +32,7 @@ namespace {
 struct pacer {
   double rate_Bps = 0;
   steady::time_point next{};
-  void before(size_t) const {
+  void before() const {
     if (rate_Bps > 0)
       std::this_thread::sleep_until(next);
   }
@@ -49,7 +49,7 @@ bool write_all(int fd, const char* p, size_t n, pacer& pace, bool more) {
   constexpr size_t slice = 64 << 10;
   while (n > 0) {
     auto want = pace.rate_Bps > 0 ? std::min(n, slice) : n;
-    pace.before(want);
+    pace.before();
     auto k = ::send(fd, p, want, MSG_NOSIGNAL | (more || want < n ? MSG_MORE : 0));
     if (k < 0 && errno == EINTR)
       continue;
@@ -160,21 +160,20 @@ struct data_plane::incoming {
   std::thread reader;
 };
 
-std::shared_ptr<data_plane> data_plane::start(caf::actor_system& sys,
-                                              options opts) {
-  std::shared_ptr<data_plane> dp{new data_plane(sys, std::move(opts))};
+std::shared_ptr<data_plane> data_plane::start(options opts) {
+  std::shared_ptr<data_plane> dp{new data_plane(std::move(opts))};
   dp->acceptor_ = std::thread([p = dp.get()] { p->accept_loop(); });
   return dp;
 }
 
-data_plane::data_plane(caf::actor_system& sys, options opts)
-  : sys_(sys), opts_(std::move(opts)) {
+data_plane::data_plane(options opts) : opts_(std::move(opts)) {
   auto where = opts_.host + ":" + std::to_string(opts_.port);
   auto* res = resolve(opts_.host, opts_.port, true);
   listener_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
-  ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  bool ok = listener_ >= 0 && ::bind(listener_, res->ai_addr, res->ai_addrlen) == 0
+  bool ok = listener_ >= 0
+            && ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0
+            && ::bind(listener_, res->ai_addr, res->ai_addrlen) == 0
             && ::listen(listener_, 64) == 0;
   ::freeaddrinfo(res);
   if (!ok) {
@@ -192,12 +191,15 @@ data_plane::data_plane(caf::actor_system& sys, options opts)
 data_plane::~data_plane() { stop(); }
 
 void data_plane::stop() {
-  if (stopping_.exchange(true))
-    return;
+  {
+    std::lock_guard<std::mutex> guard{mu_};
+    if (stopping_.exchange(true))
+      return;
+  }
   if (acceptor_.joinable())
     acceptor_.join();
   ::close(listener_);
-  std::map<std::string, std::unique_ptr<outgoing>> out;
+  std::map<std::string, std::shared_ptr<outgoing>> out;
   std::vector<std::unique_ptr<incoming>> in;
   {
     std::lock_guard<std::mutex> guard{mu_};
@@ -249,37 +251,40 @@ data_plane::counters data_plane::stats() const {
   return stats_;
 }
 
-data_plane::outgoing& data_plane::connection_to(const std::string& endpoint) {
+std::shared_ptr<data_plane::outgoing>
+data_plane::connection_to(const std::string& endpoint) {
   std::lock_guard<std::mutex> guard{mu_};
+  if (stopping_)
+    return nullptr; // stop() has taken the map already
   auto& slot = outgoing_[endpoint];
   if (!slot) {
-    slot = std::make_unique<outgoing>();
+    slot = std::make_shared<outgoing>();
     slot->endpoint = endpoint;
     slot->writer = std::thread([this, o = slot.get()] { write_loop(o); });
   }
-  return *slot;
+  return slot;
 }
 
 bool data_plane::send(const std::string& endpoint, frame_header h,
                       std::string key, std::string payload) {
-  if (stopping_)
-    return false;
   h.key_size = static_cast<uint32_t>(key.size());
   h.payload_size = payload.size();
-  auto& o = connection_to(endpoint);
-  std::unique_lock<std::mutex> lock{o.mu};
-  if (!o.has_space.wait_for(lock, opts_.queue_wait, [&] {
-        return o.stop || o.queue.size() < opts_.queue_frames;
+  auto o = connection_to(endpoint);
+  if (!o)
+    return false;
+  std::unique_lock<std::mutex> lock{o->mu};
+  if (!o->has_space.wait_for(lock, opts_.queue_wait, [&] {
+        return o->stop || o->queue.size() < opts_.queue_frames;
       })
-      || o.stop) {
+      || o->stop) {
     lock.unlock();
     count([](counters& c) { ++c.dropped_out; });
     return false;
   }
-  o.queue.push_back({serialization::encode_frame_header(h), std::move(key),
-                     std::move(payload)});
+  o->queue.push_back({serialization::encode_frame_header(h), std::move(key),
+                      std::move(payload)});
   lock.unlock();
-  o.has_frames.notify_one();
+  o->has_frames.notify_one();
   return true;
 }
 
@@ -446,6 +451,12 @@ void data_plane::deliver(const frame_header& h, std::string key,
     case frame_kind::echo:
       break;
   }
+}
+
+std::string data_endpoint(const std::string& node_endpoint, int64_t data_port) {
+  if (data_port <= 0 || data_port > 65535)
+    return {};
+  return parse_endpoint(node_endpoint).first + ":" + std::to_string(data_port);
 }
 
 } // namespace asteroid::actors

@@ -217,10 +217,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           if (path != probe_caf && path != probe_data_plane && path != probe_auto)
             return fail("unknown probe path " + std::to_string(path));
           caf::actor peer;
-          std::string host;
           try {
-            auto [h, port] = parse_endpoint(endpoint);
-            host = h;
+            auto [host, port] = parse_endpoint(endpoint);
             peer = connect(w->system(), host, port, std::chrono::seconds(5));
           } catch (const std::exception& e) {
             return fail(e.what());
@@ -237,7 +235,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                 },
                 [&](caf::error&) {});
             bool mine = dp && !my_endpoint.empty();
-            bool theirs = port > 0 && port <= 65535;
+            bool theirs = !data_endpoint(endpoint, port).empty();
             if (path == probe_auto)
               path = mine && theirs ? probe_data_plane : probe_caf;
             else if (!mine)
@@ -246,9 +244,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
               return fail("the peer has no data plane");
           }
           if (path == probe_data_plane) {
-            peer_dp = host + ":" + std::to_string(port);
-            my_dp = parse_endpoint(my_endpoint).first + ":"
-                    + std::to_string(dp->port());
+            peer_dp = data_endpoint(endpoint, port);
+            my_dp = data_endpoint(my_endpoint, dp->port());
             dp->add_sink(caf::actor_cast<caf::actor>(w));
           }
           auto round_trip = [&](const std::string& payload) {
@@ -370,7 +367,7 @@ int run_node(const node_options& opts) {
     dpo.host = opts.host;
     dpo.port = opts.data_port;
     dpo.rate_Bps = opts.link_rate_Bps;
-    dp = data_plane::start(sys, dpo);
+    dp = data_plane::start(dpo);
   }
   auto device = spawn_device(sys, dev_opts, dp);
   auto port = sys.middleman().publish(device, opts.port, opts.host.c_str(),

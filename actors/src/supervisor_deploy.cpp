@@ -1,6 +1,8 @@
 // Supervisor: links between nodes, deployment of a plan, snapshots and state.
 #include "supervisor.hpp"
 
+#include "asteroid/actors/data_plane.hpp"
+
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/replica.hpp"
@@ -162,10 +164,7 @@ std::string supervisor::data_endpoint(int d) const {
   if (!job_.data_plane || d < 0 || d >= static_cast<int>(job_.nodes.size())
       || d >= static_cast<int>(caps_.size()))
     return {};
-  auto port = caps_[d].value("data_port", int64_t{0});
-  if (port <= 0 || port > 65535)
-    return {};
-  return parse_endpoint(job_.nodes[d]).first + ":" + std::to_string(port);
+  return actors::data_endpoint(job_.nodes[d], caps_[d].value("data_port", int64_t{0}));
 }
 
 void supervisor::stop_replicas() {

@@ -250,6 +250,9 @@ int main(int argc, char** argv) {
   for (auto& o : rows)
     for (size_t i = 0; i < o.timeline.size(); ++i)
       out << o.mode << "," << i + 1 << "," << o.at_s[i] << "," << o.timeline[i] << "\n";
+  for (size_t i = 0; i < fresh.iterations.size(); ++i)
+    out << "fresh," << i + 1 << "," << fresh.iterations[i]["t_s"].get<double>() << ","
+        << fresh.iterations[i]["samples_per_s"].get<double>() << "\n";
   out.close();
   // Figure-17 style: throughput over time, one line per recovery mode.
   {

@@ -241,14 +241,14 @@ int main(int argc, char** argv) {
         std::printf(" %s |", r.error == "infeasible" ? "infeasible" : "failed");
       else
         std::printf(" %.2f (%.2f, %+.0f%%) |", r.measured, r.predicted, err);
-      if (r.error.empty())
+      if (r.error.empty() && !std::isnan(err))
         errors.push_back(std::fabs(err));
       out << r.env << "," << r.mbps << "," << r.model << "," << r.planner << "," << r.devices
           << "," << r.stages << "," << r.micro_batches << "," << r.dilation << ","
           << r.predicted << "," << r.measured << "," << (std::isnan(err) ? 0 : err) << ","
           << (r.error.empty() ? "ok" : r.error.substr(0, r.error.find(':'))) << "\n";
       wide << "," << r.measured;
-      if (r.planner != "asteroid" && r.error.empty() && ours > 0) {
+      if (r.planner != "asteroid" && r.error.empty() && ours > 0 && r.measured > 0) {
         char cell[48];
         std::snprintf(cell, sizeof cell, "%.2fx", ours / r.measured);
         speedups += (speedups.empty() ? "" : ", ") + r.planner + " " + cell;

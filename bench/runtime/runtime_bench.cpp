@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     auto caf_bw = actors::measure_link(sys, devices[0], cluster.endpoints()[1], lp)
                     .bandwidth_Bps;
     auto raw_bw = raw_tcp_Bps(mib << 20, repeats,
-                              static_cast<uint16_t>(port + 5 + mib % 5));
+                              static_cast<uint16_t>(port + (mib == 1 ? 5 : 6)));
     std::printf("| %lld MiB | %.1f | %.1f | %.1f | %.3f | %.3f |\n",
                 static_cast<long long>(mib), dp_bw / 1e6, caf_bw / 1e6,
                 raw_bw / 1e6, raw_bw > 0 ? dp_bw / raw_bw : 0.0,

@@ -48,7 +48,8 @@ frame_header decode_frame_header(const char* in, const frame_limits& limits) {
     throw wire_error("data-plane frame: unsupported version "
                      + std::to_string(version));
   auto kind = get<std::uint8_t>(in, 5);
-  if (kind < 1 || kind > 6)
+  if (kind < static_cast<std::uint8_t>(frame_kind::activation)
+      || kind > static_cast<std::uint8_t>(frame_kind::echo_reply))
     throw wire_error("data-plane frame: unknown kind " + std::to_string(kind));
   frame_header h;
   h.kind = static_cast<frame_kind>(kind);

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <atomic>
 #include <random>
 #include <thread>
@@ -242,6 +244,10 @@ TEST_CASE("a killed node restarted at its endpoint is reconnected and "
   opts.slowdowns = {5.0}; // slower steps, so the job outlives the restart
   actors::local_cluster cluster{opts};
   auto train = synthetic(job.batch_size * 50);
+  auto log = std::string(ASTEROID_TEST_TMP) + "/ft-reconnect-node1.log";
+  // Files of an earlier run must not be taken for this one's.
+  std::remove(job.metrics_path.c_str());
+  std::remove(log.c_str());
   std::atomic<bool> done{false};
   pid_t restarted = -1;
   std::thread restarter{[&] {
@@ -249,7 +255,6 @@ TEST_CASE("a killed node restarted at its endpoint is reconnected and "
     // killed node's endpoint; retry while the port cannot be bound yet (the
     // old connections may still hold it for a while).
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    auto log = std::string(ASTEROID_TEST_TMP) + "/ft-reconnect-node1.log";
     bool recovered = false;
     while (!done && std::chrono::steady_clock::now() < deadline) {
       if (!recovered)
@@ -257,9 +262,12 @@ TEST_CASE("a killed node restarted at its endpoint is reconnected and "
                     != std::string::npos;
       if (recovered) {
         auto pid = ::fork();
-        if (pid == 0) {
-          ::freopen(log.c_str(), "w", stdout);
-          ::freopen(log.c_str(), "a", stderr);
+        if (pid == 0) { // only async-signal-safe calls: the parent has threads
+          int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+          if (fd >= 0) {
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+          }
           ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "node", "--listen",
                   "127.0.0.1:47491", "--name", "node1-again", "--threads", "1",
                   nullptr);

@@ -55,7 +55,7 @@ public:
   };
 
   /// Listens at once; throws std::runtime_error naming host:port on failure.
-  static std::shared_ptr<data_plane> start(caf::actor_system& sys, options opts);
+  static std::shared_ptr<data_plane> start(options opts);
   ~data_plane();
   data_plane(const data_plane&) = delete;
   data_plane& operator=(const data_plane&) = delete;
@@ -77,20 +77,20 @@ public:
 private:
   struct outgoing;
   struct incoming;
-  data_plane(caf::actor_system& sys, options opts);
+  explicit data_plane(options opts);
   void accept_loop();
   void read_loop(incoming* in);
   void write_loop(outgoing* out);
   void deliver(const serialization::frame_header& h, std::string key,
                std::string payload);
-  outgoing& connection_to(const std::string& endpoint);
+  /// Null once stopping.
+  std::shared_ptr<outgoing> connection_to(const std::string& endpoint);
   template <class F>
   void count(F f) {
     std::lock_guard<std::mutex> guard{mu_};
     f(stats_);
   }
 
-  caf::actor_system& sys_;
   options opts_;
   int listener_ = -1;
   uint16_t port_ = 0;
@@ -98,9 +98,14 @@ private:
   std::thread acceptor_;
   mutable std::mutex mu_; ///< guards sinks_, outgoing_, incoming_, stats_
   std::map<caf::actor_id, caf::actor> sinks_;
-  std::map<std::string, std::unique_ptr<outgoing>> outgoing_;
+  /// Shared with senders in flight, so that stop() cannot free one under them.
+  std::map<std::string, std::shared_ptr<outgoing>> outgoing_;
   std::vector<std::unique_ptr<incoming>> incoming_;
   counters stats_;
 };
+
+/// "host:port" of the data plane of the node published at `node_endpoint`
+/// that reports `data_port` (`ast_caps`); empty when the port is not one.
+std::string data_endpoint(const std::string& node_endpoint, int64_t data_port);
 
 } // namespace asteroid::actors
