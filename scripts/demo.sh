@@ -11,6 +11,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/build.sh" --target asteroid_cli
 build="${ASTEROID_BUILD_DIR:-$root/build}"
 cd "$build"
-exec "$build/apps/asteroid" cluster --nodes 4 --base-port 47000 \
+exec "$build/apps/asteroid" cluster --nodes 4 --base-port 27000 \
   --slowdown 1,1,2,2 --memory 2GiB,2GiB,1GiB,1GiB \
   --job "$root/examples/jobs/fashion_cnn_4dev.json" "$@"

@@ -14,7 +14,7 @@
 #   --cluster FILE      cluster file (docs/planner.md: devices with type or speed and memory;
 #                       link_mbps or a bandwidth_mbps matrix, row = sender; optional latency_ms)
 #   --exe PATH          the asteroid program (default: build/apps/asteroid)
-#   --base-port P       node i listens on port P+i (default 47700)
+#   --base-port P       node i listens on port P+i (default 27700)
 #   --job FILE          run this job file on the nodes
 #   --link-mbps R       override the cluster's bandwidth: every link R Mbit/s
 #   --delay-ms D        override the cluster's latency: D ms one way on every link
@@ -84,7 +84,7 @@ die() { log "error: $*"; exit 1; }
 # -- arguments ------------------------------------------------------------------------------------
 cluster=""
 exe="$root/build/apps/asteroid"
-base_port=47700
+base_port=27700
 job=""
 link_mbps=""
 delay_ms=""

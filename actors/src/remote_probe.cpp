@@ -61,8 +61,9 @@ link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
   caf::scoped_actor self{sys};
   std::string err;
   int64_t latency_ns = 0, bps = 0;
+  // Up to four payload sizes, each a warm-up pair and `repeats` timed pairs.
   self
-    ->request(from, opts.timeout * (2 * opts.repeats + 1), probe_atom::value,
+    ->request(from, opts.timeout * 8 * (opts.repeats + 1), probe_atom::value,
               to_endpoint, opts.bytes, static_cast<int32_t>(opts.repeats),
               static_cast<int32_t>(opts.path))
     .receive(

@@ -95,7 +95,7 @@ void add_cluster_command(CLI::App& app) {
   auto slowdown = std::make_shared<std::string>();
   auto memory = std::make_shared<std::string>();
   auto job = std::make_shared<std::string>();
-  auto base_port = std::make_shared<int>(47000);
+  auto base_port = std::make_shared<int>(27000);
   cmd->add_option("--nodes,-n", o->nodes, "Number of nodes")
     ->capture_default_str();
   cmd->add_option("--base-port", *base_port, "Node i listens on PORT+i")

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   std::string model = "cnn";
   int64_t steps = 60, fault_step = 45, batch = 64, checkpoint_every = 25;
   int micro = 4; // for the profile's sizes; the planner picks the count
-  uint16_t port = 47600;
+  uint16_t port = 27600;
   std::string csv = "fault_bench.csv", png = "fault_bench.png";
   // Padding compute to 3-4.5x keeps the four processes from fighting over
   // two cores, so the emulated devices, not the host, set the pace.

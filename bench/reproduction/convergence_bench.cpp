@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
               model = "cnn", data_dir, csv = "convergence.csv", png = "convergence.png";
   int64_t batch = 32, chunk = 25, steps = 150, train_limit = 12800, test_limit = 2000;
   double dilation = 0, cpu_budget = 1.5;
-  uint16_t port = 47680;
+  uint16_t port = 27680;
   app.add_option("--env", env_name, "examples/clusters/NAME.json")->capture_default_str();
   app.add_option("--planners", planners, "Plans to compare")->capture_default_str();
   app.add_option("--model", model, "Zoo model")->capture_default_str();

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
               csv = "throughput.csv", png = "throughput.png";
   int64_t batch = 32, warmup = 2, steps = 3;
   double dilation = 0, cpu_budget = 1.5;
-  uint16_t port = 47670;
+  uint16_t port = 27670;
   app.add_option("--envs", envs, "Environments (examples/clusters/env-X-*.json)")
     ->capture_default_str();
   app.add_option("--mbps", rates, "Link rates")->capture_default_str();

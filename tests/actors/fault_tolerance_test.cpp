@@ -2,7 +2,7 @@
 // hung mid-job is detected, the plan is patched or re-made, the lost layers
 // come back from replicas, the interrupted mini-batch is replayed, and the
 // final weights equal a fault-free single-device run.
-// Ports 47400-47499; every case runs under the target's hard timeout.
+// Ports 27400-27499; every case runs under the target's hard timeout.
 #include "job_test_helpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -83,7 +83,7 @@ TEST_CASE("a killed device of a replicated stage: the job finishes with the "
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2, 3}, {6, 2}}}));
   job.faults = {fault(1, step, "kill")};
-  auto r = run_and_compare(job, 4, 47400, "kill replicated, step "
+  auto r = run_and_compare(job, 4, 27400, "kill replicated, step "
                                             + std::to_string(step));
   // Only stage 0's group changed: device 1 left it, device 0 took its share.
   REQUIRE(r.plan.num_stages() == 2);
@@ -101,7 +101,7 @@ TEST_CASE("a killed device that is a whole stage: its layers merge into the "
                                                {1, 2, {2}, {8}},
                                                {2, 3, {3}, {8}}}));
   job.faults = {fault(2, step, "kill")};
-  auto r = run_and_compare(job, 4, 47410, "kill single-device stage, step "
+  auto r = run_and_compare(job, 4, 27410, "kill single-device stage, step "
                                             + std::to_string(step));
   REQUIRE(r.plan.num_stages() == 2);
   CHECK(r.plan.stages[1].first_layer == 1);
@@ -120,7 +120,7 @@ TEST_CASE("two devices lost at once recover too (cnn, 4 processes)") {
   job.optimizer.lr = 0.02;
   job.max_steps = 16;
   job.faults = {fault(1, step, "kill", 10), fault(3, step, "kill", 10)};
-  auto r = run_and_compare(job, 4, 47420, "two killed, step "
+  auto r = run_and_compare(job, 4, 27420, "two killed, step "
                                             + std::to_string(step));
   REQUIRE(r.plan.num_stages() == 2);
   CHECK(r.plan.stages[0].devices == std::vector<int>{0});
@@ -135,7 +135,7 @@ TEST_CASE("a hung (SIGSTOP) node is detected within interval x misses + 1 s "
   job.fault_tolerance.heartbeat_ms = 200;
   job.fault_tolerance.heartbeat_misses = 3;
   job.faults = {fault(1, 5, "stop", 30)};
-  actors::local_cluster cluster{cluster_options(3, 47430)};
+  actors::local_cluster cluster{cluster_options(3, 27430)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
   ::kill(cluster.pids()[1], SIGCONT); // let it exit cleanly
@@ -159,7 +159,7 @@ TEST_CASE("heavy re-plan and restart-from-checkpoint recover to the same "
   job.faults = {fault(3, 7, "kill")};
   SECTION("replan") {
     job.fault_tolerance.recovery = "replan";
-    auto r = run_and_compare(job, 4, 47440, "replan");
+    auto r = run_and_compare(job, 4, 27440, "replan");
     CHECK((*find_event(r, "recovered"))["mode"] == "replan");
   }
   SECTION("restart from checkpoint") {
@@ -167,7 +167,7 @@ TEST_CASE("heavy re-plan and restart-from-checkpoint recover to the same "
     job.fault_tolerance.checkpoint_every = 5;
     job.fault_tolerance.checkpoint_path
       = std::string(ASTEROID_TEST_TMP) + "/ft-restart.ckpt";
-    auto r = run_and_compare(job, 4, 47450, "restart");
+    auto r = run_and_compare(job, 4, 27450, "restart");
     auto& rec = *find_event(r, "recovered");
     CHECK(rec["mode"] == "restart");
     CHECK(rec["resume_step"] == 5); // the checkpoint before step 7
@@ -179,7 +179,7 @@ TEST_CASE("without recovery a lost node fails the job, naming it") {
                                                {2, 3, {1}, {8}}}));
   job.fault_tolerance.recovery = "none";
   job.faults = {fault(1, 3, "kill")};
-  actors::local_cluster cluster{cluster_options(2, 47460)};
+  actors::local_cluster cluster{cluster_options(2, 27460)};
   auto train = synthetic(job.batch_size * job.max_steps);
   CHECK_THROWS_WITH(run_on_cluster(job, cluster, train),
                     Catch::Contains(cluster.endpoints()[1])
@@ -195,7 +195,7 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
   job.fault_tolerance.heartbeat_ms = 150;
   job.fault_tolerance.heartbeat_misses = 3;
   job.faults = {fault(1, 3, "stop", 10), fault(1, 8, "cont", 0)};
-  actors::local_cluster cluster{cluster_options(3, 47470)};
+  actors::local_cluster cluster{cluster_options(3, 27470)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
   CHECK(r.steps == job.max_steps);
@@ -219,7 +219,7 @@ TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
   actors::fault_spec slow = fault(1, 6, "slow", 0);
   slow.slowdown = 8.0;
   job.faults = {slow};
-  actors::local_cluster cluster{cluster_options(3, 47480)};
+  actors::local_cluster cluster{cluster_options(3, 27480)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
   CHECK(r.steps == job.max_steps);
@@ -240,7 +240,7 @@ TEST_CASE("a killed node restarted at its endpoint is reconnected and "
   job.epochs = 40;
   job.metrics_path = std::string(ASTEROID_TEST_TMP) + "/ft-reconnect.jsonl";
   job.faults = {fault(1, 3, "kill")};
-  auto opts = cluster_options(3, 47490);
+  auto opts = cluster_options(3, 27490);
   opts.slowdowns = {5.0}; // slower steps, so the job outlives the restart
   actors::local_cluster cluster{opts};
   auto train = synthetic(job.batch_size * 50);
@@ -269,7 +269,7 @@ TEST_CASE("a killed node restarted at its endpoint is reconnected and "
             ::dup2(fd, 2);
           }
           ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "node", "--listen",
-                  "127.0.0.1:47491", "--name", "node1-again", "--threads", "1",
+                  "127.0.0.1:27491", "--name", "node1-again", "--threads", "1",
                   nullptr);
           std::_Exit(127);
         }

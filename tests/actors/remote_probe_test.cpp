@@ -10,7 +10,7 @@ using namespace asteroid::test;
 
 TEST_CASE("a node profiles a model with its own slowdown, and links between "
           "nodes are measured") {
-  auto opts = cluster_options(3, 47380);
+  auto opts = cluster_options(3, 27380);
   opts.slowdowns = {1.0, 3.0, 1.0};
   actors::local_cluster cluster{opts};
   caf::actor_system_config cfg;
@@ -55,6 +55,6 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
   std::printf("[links] node0 -> node1: %.1f MB/s, %.3f ms one way\n",
               c.bandwidth(0, 1) / 1e6, c.latency(0, 1) * 1e3);
   // A probe to an endpoint nobody listens on fails, naming it.
-  CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], "127.0.0.1:47389", lp),
-                    Catch::Contains("127.0.0.1:47389"));
+  CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], "127.0.0.1:27389", lp),
+                    Catch::Contains("127.0.0.1:27389"));
 }

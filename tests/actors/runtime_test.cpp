@@ -146,18 +146,18 @@ TEST_CASE("a plan that does not fit the model fails naming the layer") {
 
 TEST_CASE("an unreachable node fails fast, naming it") {
   actors::job_spec job = base_job("mlp", make_plan(8, 1, {{0, 3, {0}, {8}}}));
-  job.nodes = {"127.0.0.1:47398"}; // nothing listens there
+  job.nodes = {"127.0.0.1:27398"}; // nothing listens there
   job.dataset = "synthetic-images";
   job.connect_timeout_ms = 2000;
   auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH(actors::run_job(job), Catch::Contains("127.0.0.1:47398"));
+  CHECK_THROWS_WITH(actors::run_job(job), Catch::Contains("127.0.0.1:27398"));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   CHECK_THROWS_WITH(actors::parse_endpoint("localhost"),
                     Catch::Contains("'localhost'"));
 }
 
 TEST_CASE("multi-process equivalence: mlp over 4 node processes") {
-  actors::local_cluster cluster{cluster_options(4, 47310)};
+  actors::local_cluster cluster{cluster_options(4, 27310)};
   auto train = synthetic(16 * 20);
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2, 3}, {6, 2}}}));
@@ -173,7 +173,7 @@ TEST_CASE("multi-process equivalence: mlp over 4 node processes") {
 }
 
 TEST_CASE("multi-process equivalence: cnn over 3 node processes") {
-  actors::local_cluster cluster{cluster_options(3, 47320)};
+  actors::local_cluster cluster{cluster_options(3, 27320)};
   auto train = synthetic(16 * 20);
   // cnn: conv1, conv2, fc1, classifier; stage 1 on two nodes, 5 + 3 rows.
   auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
@@ -188,11 +188,11 @@ TEST_CASE("multi-process equivalence: cnn over 3 node processes") {
 }
 
 TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
-  actors::local_cluster cluster{cluster_options(1, 47330)};
+  actors::local_cluster cluster{cluster_options(1, 27330)};
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  auto dev = actors::connect(sys, "127.0.0.1", 47330,
+  auto dev = actors::connect(sys, "127.0.0.1", 27330,
                              std::chrono::milliseconds(3000));
   caf::scoped_actor self{sys};
   auto timeout = std::chrono::seconds(5);
@@ -264,7 +264,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
 
 TEST_CASE("a node answers pings within milliseconds while its replicas "
           "compute (emulated slowdown 10)") {
-  auto opts = cluster_options(2, 47340);
+  auto opts = cluster_options(2, 27340);
   opts.slowdowns = {10.0};
   actors::local_cluster cluster{opts};
   auto train = synthetic(16 * 4);
@@ -285,7 +285,7 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  auto dev = actors::connect(sys, "127.0.0.1", 47340,
+  auto dev = actors::connect(sys, "127.0.0.1", 27340,
                              std::chrono::milliseconds(3000));
   caf::scoped_actor self{sys};
   double worst_ms = 0;
@@ -376,7 +376,7 @@ TEST_CASE("planner path: the Asteroid planner plans over the devices' "
 }
 
 TEST_CASE("a node killed mid-job fails the job fast, naming the node") {
-  auto opts = cluster_options(2, 47360);
+  auto opts = cluster_options(2, 27360);
   opts.slowdowns = {5.0};
   actors::local_cluster cluster{opts};
   auto train = synthetic(16 * 50);
@@ -400,7 +400,7 @@ TEST_CASE("a node killed mid-job fails the job fast, naming the node") {
                    std::chrono::steady_clock::now() - t0)
                    .count();
   INFO(what);
-  CHECK_THAT(what, Catch::Contains("127.0.0.1:47361"));
+  CHECK_THAT(what, Catch::Contains("127.0.0.1:27361"));
   CHECK(seconds < 15);
 }
 
@@ -411,11 +411,11 @@ TEST_CASE("asteroid cluster stops its nodes on SIGTERM, and they die with it "
   auto pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    auto log = std::string(ASTEROID_TEST_TMP) + "/actors-cluster-47370.log";
+    auto log = std::string(ASTEROID_TEST_TMP) + "/actors-cluster-27370.log";
     ::freopen(log.c_str(), "w", stdout);
     ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "cluster", "--nodes", "2",
-            "--base-port", "47370", "--log-dir",
-            ASTEROID_TEST_TMP "/actors-cluster-47370", nullptr);
+            "--base-port", "27370", "--log-dir",
+            ASTEROID_TEST_TMP "/actors-cluster-27370", nullptr);
     std::_Exit(127);
   }
   caf::actor_system_config cfg;
@@ -431,7 +431,7 @@ TEST_CASE("asteroid cluster stops its nodes on SIGTERM, and they die with it "
   };
   bool up = false;
   for (int i = 0; i < 100 && !up; ++i) {
-    up = reachable(47370) && reachable(47371);
+    up = reachable(27370) && reachable(27371);
     if (!up)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -453,7 +453,7 @@ TEST_CASE("asteroid cluster stops its nodes on SIGTERM, and they die with it "
   // SIGKILL nobody stops them; the kernel's parent-death signal does.
   bool gone = false;
   for (int i = 0; i < 20 && !gone; ++i) {
-    gone = !reachable(47370) && !reachable(47371);
+    gone = !reachable(27370) && !reachable(27371);
     if (!gone)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -64,7 +64,7 @@ public:
   struct options {
     std::string exe;                 ///< the `asteroid` program
     int nodes = 4;
-    uint16_t base_port = 47000;      ///< node i listens on base_port + i
+    uint16_t base_port = 27000;      ///< node i listens on base_port + i
     std::vector<double> slowdowns;   ///< one per node, or one for all, or none
     std::vector<int64_t> memory;     ///< bytes, same convention
     int threads = 1;

@@ -29,8 +29,10 @@ planner::model_profile profile_on_node(caf::actor_system& sys,
 
 /// How links are probed.
 struct link_probe_options {
-  int64_t bytes = int64_t{1} << 20; ///< payload of the bandwidth probe
-  int repeats = 3;                  ///< the median round trip is kept
+  /// Payload of the bandwidth probe; the node grows it (up to 64x) while it
+  /// adds less than a quarter of a tiny round trip.
+  int64_t bytes = int64_t{1} << 20;
+  int repeats = 3;                  ///< the fastest round trip is kept
   std::chrono::milliseconds timeout{10000};
   /// The path tensors take: the data plane where both nodes have one.
   probe_path path = probe_auto;
