@@ -28,20 +28,29 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-/// Paces writes to `rate_Bps` (0: not at all), 64 KiB at a time.
+/// Paces writes to `rate_Bps` (0: not at all), 64 KiB at a time, as a link
+/// of that rate would deliver them: a slice is handed to the socket when the
+/// link would have finished carrying it, so a frame on an idle link arrives
+/// whole `size / rate` after it was sent and leaves no debt for the next one
+/// (releasing a slice first and charging its time afterwards would delay the
+/// *next* frame instead: a tiny frame behind a big one would wait one slice).
 struct pacer {
   double rate_Bps = 0;
   steady::time_point next{};
-  void before() const {
-    if (rate_Bps > 0)
-      std::this_thread::sleep_until(next);
+  steady::duration time_of(size_t n) const {
+    return std::chrono::duration_cast<steady::duration>(
+      std::chrono::duration<double>(static_cast<double>(n) / rate_Bps));
   }
-  void after(size_t n) {
+  void before(size_t n) {
     if (rate_Bps <= 0)
       return;
-    next = std::max(next, steady::now())
-           + std::chrono::duration_cast<steady::duration>(
-             std::chrono::duration<double>(static_cast<double>(n) / rate_Bps));
+    next = std::max(next, steady::now()) + time_of(n);
+    std::this_thread::sleep_until(next);
+  }
+  /// The socket took `sent` of the `wanted` bytes; the rest is paced again.
+  void after(size_t wanted, size_t sent) {
+    if (rate_Bps > 0 && sent < wanted)
+      next -= time_of(wanted - sent);
   }
 };
 
@@ -49,13 +58,15 @@ bool write_all(int fd, const char* p, size_t n, pacer& pace, bool more) {
   constexpr size_t slice = 64 << 10;
   while (n > 0) {
     auto want = pace.rate_Bps > 0 ? std::min(n, slice) : n;
-    pace.before();
+    pace.before(want);
     auto k = ::send(fd, p, want, MSG_NOSIGNAL | (more || want < n ? MSG_MORE : 0));
-    if (k < 0 && errno == EINTR)
+    if (k < 0 && errno == EINTR) {
+      pace.after(want, 0);
       continue;
+    }
     if (k <= 0)
       return false;
-    pace.after(static_cast<size_t>(k));
+    pace.after(want, static_cast<size_t>(k));
     p += k;
     n -= static_cast<size_t>(k);
   }

@@ -12,6 +12,7 @@
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
+#include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
@@ -69,8 +70,11 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
 /// emulated time (wall / dilation).
 double measure(const actors::local_cluster& cluster, const std::string& model,
                const planner::plan& plan, std::shared_ptr<data::dataset> train,
-               int64_t warmup, int64_t steps, double dilation) {
+               int64_t warmup, int64_t steps, double dilation,
+               const std::string& trace_path) {
   auto job = bench::emulated_job(model, plan, cluster.endpoints());
+  job.trace_path = trace_path;
+  job.trace_steps = warmup + steps;
   job.model_options = cifar_options();
   job.optimizer.lr = 0.01;
   job.max_steps = warmup + steps;
@@ -120,7 +124,7 @@ int main(int argc, char** argv) {
   std::string envs = "a,b,c,d", rates = "100,1000",
               models = "mobilenet_v2,efficientnet_b1",
               planners = "on-device,dp-even,pp,pipedream,asteroid",
-              csv = "throughput.csv", png = "throughput.png";
+              csv = "throughput.csv", png = "throughput.png", trace_dir;
   int64_t batch = 32, warmup = 2, steps = 3;
   double dilation = 0, cpu_budget = 1.5;
   uint16_t port = 27670;
@@ -141,6 +145,8 @@ int main(int argc, char** argv) {
   app.add_option("--base-port", port, "First node port (one per device)")->capture_default_str();
   app.add_option("--csv", csv, "CSV output")->capture_default_str();
   app.add_option("--png", png, "Plot output (gnuplot)")->capture_default_str();
+  app.add_option("--trace-dir", trace_dir,
+                 "Write a Chrome trace of every timed run here (wall time, not dilated)");
   CLI11_PARSE(app, argc, argv);
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "throughput_bench: the asteroid program is not built\n");
@@ -178,7 +184,7 @@ int main(int argc, char** argv) {
       for (auto& [model, prof] : profiles) {
         try {
           auto plan = planner::make_planner("dp-proportional")->make_plan(prof, c, batch);
-          measure(cluster, model, plan, data[model], 2, 0, D);
+          measure(cluster, model, plan, data[model], 2, 0, D, "");
         } catch (const std::exception& e) {
           std::fprintf(stderr, "  warm-up run failed: %s\n", e.what());
         }
@@ -192,7 +198,14 @@ int main(int argc, char** argv) {
             r.stages = plan.num_stages();
             r.micro_batches = plan.micro_batches;
             r.predicted = plan.predicted_samples_per_s;
-            r.measured = measure(cluster, model, plan, data[model], warmup, steps, D);
+            if (!trace_dir.empty()) // the cost model's steps, to read next to the trace
+              for (const auto& st : planner::make_steps(plan, prof, c).steps)
+                std::fprintf(stderr, "    predicted %s %d: fwd %.4f bwd %.4f ar %.4f s (wall x%.2f)\n",
+                             st.type == planner::pipeline_step::kind::compute ? "stage" : "link",
+                             st.stage, st.forward_s, st.backward_s, st.allreduce_s, D);
+            r.measured = measure(cluster, model, plan, data[model], warmup, steps, D,
+                                 trace_dir.empty() ? "" : trace_dir + "/" + name + "-" + model
+                                                            + "-" + p + ".json");
           } catch (const planner::planner_error& e) {
             r.error = "infeasible";
           } catch (const std::exception& e) {
