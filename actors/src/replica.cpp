@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <set>
@@ -222,6 +223,7 @@ struct replica_state {
   // -- metrics of the step --
   double step_start_us = 0;
   double busy_s = 0;
+  double overrun_s = 0; ///< compute beyond the emulated time (compute())
   double loss = 0;
   json events = json::array();
   std::map<std::string, int64_t> bytes;
@@ -254,21 +256,52 @@ void fail(replica_actor* self, const std::string& what) {
                static_cast<int32_t>(st.e->spec.generation), msg);
 }
 
-/// Runs `f`, pads it to `slowdown` × its time, records a trace event.
+/// CPU time of the calling thread, in seconds.
+double thread_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// Runs `f`, pads it to what the emulated device would have taken, records a
+/// trace event. The emulated time is `slowdown` × the thread's CPU time when
+/// LibTorch computes on this one thread (nodes default to `--threads 1`), else
+/// × the wall time. CPU time, because emulated devices share this machine's
+/// cores: while another node's process held the core this thread was not
+/// computing, a separate device would not have lost that time, and padding a
+/// multiple of it would stretch the host's contention `slowdown` times (the
+/// pipelines of throughput_bench computed on a core 30-50 % of their wall
+/// time). Where the compute already took longer than the emulated time (an
+/// overloaded host), nothing is padded and the excess is reported as
+/// `overrun_s`: the emulation was slower than the device it stands for.
+/// `busy_s` adds up the device's time (the emulated one), the trace shows
+/// the time the host took.
+/// Without emulation the time is the wall time: a real device that another
+/// program slows down is slower, and drift detection must see it.
 template <class F>
 void compute(replica_actor* self, const std::string& name, F&& f) {
   auto& st = self->state;
+  const double slowdown = st.e->spec.slowdown;
+  const bool own_core = at::get_num_threads() == 1;
   auto t0 = std::chrono::steady_clock::now();
+  auto cpu0 = thread_cpu_s();
   auto start_us = wall_us();
   f();
+  auto cpu = thread_cpu_s() - cpu0;
   auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
               .count();
-  if (st.e->spec.slowdown > 1.0)
-    std::this_thread::sleep_for(
-      std::chrono::duration<double>((st.e->spec.slowdown - 1.0) * dt));
-  auto total = dt * std::max(1.0, st.e->spec.slowdown);
-  st.busy_s += total;
-  st.events.push_back({{"name", name}, {"ts", start_us}, {"dur", total * 1e6}});
+  auto device_s = dt; // what the device took
+  if (slowdown > 1.0) {
+    device_s = slowdown * (own_core ? cpu : dt);
+    if (device_s >= dt)
+      std::this_thread::sleep_for(std::chrono::duration<double>(device_s - dt));
+    else
+      st.overrun_s += dt - device_s;
+  }
+  st.busy_s += device_s;
+  st.events.push_back({{"name", name}, {"ts", start_us},
+                       {"dur", std::max(dt, device_s) * 1e6},
+                       {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3}});
 }
 
 /// Sends `bytes` to peer (`role`, `index`) = `to`: on the data plane when the
@@ -468,6 +501,7 @@ void finish_step(replica_actor* self) {
               {"generation", e.spec.generation},
               {"label", name_of(e)},
               {"busy_s", st.busy_s},
+              {"overrun_s", st.overrun_s},
               {"wall_s", (wall_us() - st.step_start_us) * 1e-6},
               {"start_us", st.step_start_us},
               {"loss", st.loss},
@@ -530,6 +564,7 @@ void advance(replica_actor* self) {
       st.pc = 0;
       st.ar_k = -1;
       st.busy_s = 0;
+      st.overrun_s = 0;
       st.loss = 0;
       st.events = json::array();
       st.bytes.clear();

@@ -211,6 +211,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
     reps.push_back({{"replica", rep["label"]},
                     {"stage", s},
                     {"busy_s", rep["busy_s"]},
+                    {"overrun_s", rep.value("overrun_s", 0.0)},
                     {"idle_s", std::max(0.0, wall - rep["busy_s"].get<double>())},
                     {"max_unacked", rep["max_unacked"]}});
     if (step < job_.trace_steps)
@@ -218,7 +219,9 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
         trace_.events.push_back({ev["name"].get<std::string>(), "compute",
                                  ev["ts"].get<double>() - t_start,
                                  ev["dur"].get<double>(), d, 100 * s + r,
-                                 {{"step", step}}});
+                                 {{"step", step},
+                                  {"wall_ms", ev.value("wall_ms", 0.0)},
+                                  {"cpu_ms", ev.value("cpu_ms", 0.0)}}});
   }
   const auto B = plan_.batch_size;
   json rec{{"step", step + 1},       {"epoch", epoch},
