@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -152,6 +153,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "throughput_bench: the asteroid program is not built\n");
     return 2;
   }
+  if (!trace_dir.empty())
+    std::filesystem::create_directories(trace_dir);
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
   auto plan_names = split_list(planners);
