@@ -270,7 +270,7 @@ double thread_cpu_s() {
 /// cores: while another node's process held the core this thread was not
 /// computing, a separate device would not have lost that time, and padding a
 /// multiple of it would stretch the host's contention `slowdown` times (the
-/// pipelines of throughput_bench computed on a core 30-50 % of their wall
+/// pipelines of throughput_bench computed on a core 46-72 % of their wall
 /// time). Where the compute already took longer than the emulated time (an
 /// overloaded host), nothing is padded and the excess is reported as
 /// `overrun_s`: the emulation was slower than the device it stands for.
