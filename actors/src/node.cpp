@@ -114,24 +114,26 @@ struct round_trips {
 template <class Echo>
 round_trips fastest_round_trips(int64_t bytes, int repeats, Echo&& echo) {
   const std::string tiny(1, 'x'), big(static_cast<size_t>(bytes), 'x');
-  round_trips best{std::numeric_limits<double>::max(),
-                   std::numeric_limits<double>::max()};
-  auto time_one = [&](const std::string& payload, double& fastest) {
+  // Seconds of one round trip, negative when the echo was lost.
+  auto time_one = [&](const std::string& payload) {
     std::string copy = payload;
     auto t0 = std::chrono::steady_clock::now();
     if (!echo(std::move(copy)))
-      return false;
-    fastest = std::min(fastest, std::chrono::duration<double>(
-                                  std::chrono::steady_clock::now() - t0)
-                                  .count());
-    return true;
+      return -1.0;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
   };
-  double warm_up = 0;
-  if (!time_one(tiny, warm_up) || !time_one(big, warm_up))
+  if (time_one(tiny) < 0 || time_one(big) < 0)
     return {};
-  for (int i = 0; i < repeats; ++i)
-    if (!time_one(tiny, best.tiny_s) || !time_one(big, best.big_s))
+  round_trips best{std::numeric_limits<double>::max(),
+                   std::numeric_limits<double>::max()};
+  for (int i = 0; i < repeats; ++i) {
+    auto t = time_one(tiny), b = time_one(big);
+    if (t < 0 || b < 0)
       return {};
+    best.tiny_s = std::min(best.tiny_s, t);
+    best.big_s = std::min(best.big_s, b);
+  }
   return best;
 }
 
