@@ -41,7 +41,9 @@
 #     catalog default for a known type), which the node reports to the planner;
 #   - device i lives in namespace asteroid-ID-i at 198.18.X.(10+i) (198.18.0.0/15 is the
 #     benchmarking range, RFC 2544), connected by a veth pair to the bridge atIDb (198.18.X.1),
-#     where the supervisor (the job, in the root namespace) reaches it;
+#     where the supervisor (the job, in the root namespace) reaches it; the node reports the
+#     bridge-side end (`asteroid node --link-interface`), which the job's `cut` / `heal` faults
+#     take down and up (a silent link cut: no connection is closed);
 #   - links, with tc (HTB + netem), as in the cluster file: on the namespace side of the veth,
 #     one class per destination device j at bandwidth[i][j] with latency[i][j] one way, under
 #     an uplink of max_j bandwidth[i][j]; on the bridge side (into the device), a downlink of
@@ -594,6 +596,8 @@ for (( i = 0; i < n; ++i )); do
     node_cmd+=(--link-rate "$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')")
   fi
   if [[ $mode == netns ]]; then
+    # The job's `cut` / `heal` faults take this veth end down and up.
+    node_cmd+=(--link-interface "at${id}h$i")
     ip netns exec "${namespaces[i]}" "${pdeath[@]}" "${node_cmd[@]}" \
       >"$log_dir/${names[i]}.log" 2>&1 </dev/null &
   else

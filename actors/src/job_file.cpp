@@ -94,10 +94,11 @@ fault_spec parse_fault(const json& j, const std::string& where,
   field("node", f.node);
   field("action", f.action);
   field("slowdown", f.slowdown);
-  static const std::set<std::string> actions{"kill", "stop", "cont", "slow"};
+  static const std::set<std::string> actions{"kill", "stop", "cont", "slow",
+                                             "cut", "heal"};
   if (!actions.count(f.action))
     throw field.error("action '" + f.action
-                      + "' is not one of kill, stop, cont, slow");
+                      + "' is not one of kill, stop, cont, slow, cut, heal");
   if (f.node < 0 || static_cast<size_t>(f.node) >= num_nodes)
     throw field.error("node " + std::to_string(f.node) + " is not in 'nodes' ("
                       + std::to_string(num_nodes) + " nodes)");

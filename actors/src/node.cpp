@@ -162,6 +162,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                             {"slowdown", o.slowdown},
                             {"slowdown_emulated", o.slowdown != 1.0},
                             {"endpoint", o.endpoint},
+                            {"link_interface", o.link_interface},
                             {"pid", static_cast<int64_t>(::getpid())},
                             {"data_port", self->state.dp ? self->state.dp->port() : 0},
                             {"replicas", self->state.replicas.size()}}
@@ -180,6 +181,11 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     [=](inventory_atom, int32_t tag) {
       return caf::make_message(inventory_atom::value, tag,
                                self->state.store.inventory().dump());
+    },
+    [=](forget_atom) {
+      auto bytes = static_cast<int64_t>(self->state.store.bytes());
+      self->state.store.clear();
+      return bytes;
     },
     [=](fetch_atom, const std::string& key, int64_t version)
       -> std::tuple<std::string, std::string> {

@@ -116,6 +116,11 @@ private:
 
   // -- planning --
   void read_capabilities();
+  /// Throws, naming the fault and node, when a scripted fault cannot be
+  /// injected into the nodes as they reported themselves (before any work).
+  void check_faults() const;
+  /// Every device drops the snapshots it holds: they are an earlier job's.
+  void forget_snapshots();
   std::optional<planner::model_profile> known_profile();
   const planner::model_profile& profile();
   /// The cluster the planner sees: measured links or the reports, with

@@ -39,6 +39,26 @@ void supervisor::link_nodes() {
     }
 }
 
+void supervisor::forget_snapshots() {
+  // A node outlives jobs. Left in its store, a finished job's snapshots
+  // (newer versions than this job has reached) would be restored by the
+  // first recovery of this one.
+  auto timeout = milliseconds(job_.connect_timeout_ms);
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    int64_t bytes = 0;
+    std::string err;
+    self_->request(devices_[d], timeout, forget_atom::value)
+      .receive([&](int64_t b) { bytes = b; },
+               [&](caf::error& e) { err = sys_.render(e); });
+    if (!err.empty())
+      throw std::runtime_error("node " + who(static_cast<int>(d))
+                               + " did not drop an earlier job's snapshots: " + err);
+    if (bytes > 0)
+      spdlog::info("node {}: dropped {} bytes of snapshots of an earlier job",
+                   name_of(static_cast<int>(d)), bytes);
+  }
+}
+
 void supervisor::deploy(const planner::plan& p, const state_source& src) {
   fed_step_.reset(); // new replicas hold no loads
   const auto P = p.num_stages();

@@ -93,14 +93,17 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   } else {
     src.inventories = inventories();
     // The newest version at which the live snapshots cover every layer.
+    // None can be newer than the failed step; one that is would belong to
+    // another job and is never restored.
     std::set<int64_t, std::greater<>> versions;
     json all = json::object();
     for (auto& [d, items] : src.inventories)
       for (auto& [k, vs] : items.items())
-        for (auto& v : vs) {
-          versions.insert(v.get<int64_t>());
-          all[k].push_back(v);
-        }
+        for (auto& v : vs)
+          if (v.is_number_integer() && v.get<int64_t>() <= failed_step) {
+            versions.insert(v.get<int64_t>());
+            all[k].push_back(v);
+          }
     src.version = -1;
     for (auto v : versions)
       if (tiles(all, 0, static_cast<int>(model_->size()), v)) {
@@ -238,12 +241,16 @@ bool supervisor::rejoin(int64_t step) {
   // A device that answers again is admitted at this mini-batch boundary.
   if (snapshots_on() && known_profile())
     reconnect_closed();
+  // Without snapshots or a planner nobody is admitted; the devices stay in
+  // returned_, so "answering_again" is reported once, not every round.
+  if (!snapshots_on() || !known_profile())
+    return false;
   std::set<int> back;
   for (int d : returned_)
     if (dead_.count(d))
       back.insert(d);
   returned_.clear();
-  if (back.empty() || !snapshots_on() || !known_profile())
+  if (back.empty())
     return false;
   std::vector<std::string> names;
   for (int d : back) {

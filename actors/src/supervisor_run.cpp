@@ -13,6 +13,8 @@ namespace asteroid::actors::detail {
 
 job_result supervisor::run() {
   read_capabilities();
+  check_faults();
+  forget_snapshots();
   speed_scale_.assign(devices_.size(), 1.0);
   if (!job_.plan && job_.measure_links
       && job_.nodes.size() == devices_.size()) {

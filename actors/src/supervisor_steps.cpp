@@ -1,6 +1,7 @@
 // Supervisor: one step (feed, wait, heartbeats, scripted faults) and its metrics.
 #include "supervisor.hpp"
 
+#include "asteroid/actors/link_switch.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/replica.hpp"
@@ -29,27 +30,69 @@ void supervisor::ping_all(clock::time_point now) {
                 round * 4096 + static_cast<int64_t>(d));
 }
 
+namespace {
+
+/// Why fault `f` cannot be injected into a node with capabilities `caps`
+/// ("" if it can).
+std::string injection_problem(const fault_spec& f, const json& caps) {
+  if (f.action == "slow")
+    return "";
+  if (f.action == "cut" || f.action == "heal")
+    return caps.value("link_interface", std::string{}).empty()
+             ? "reports no link interface: a link can be cut only for a node "
+               "in its own network namespace (scripts/testbed.sh, or "
+               "`asteroid node --link-interface`)"
+             : "";
+  return caps.value("pid", int64_t{-1}) <= 0 ? "reported no process id" : "";
+}
+
+} // namespace
+
+void supervisor::check_faults() const {
+  for (size_t i = 0; i < job_.faults.size(); ++i) {
+    const auto& f = job_.faults[i];
+    if (f.node < 0 || static_cast<size_t>(f.node) >= caps_.size())
+      throw std::invalid_argument("faults[" + std::to_string(i) + "]: node "
+                                  + std::to_string(f.node) + " is not one of the "
+                                  + std::to_string(caps_.size()) + " nodes");
+    auto why = injection_problem(f, caps_[f.node]);
+    if (!why.empty())
+      throw std::invalid_argument("faults[" + std::to_string(i) + "] ("
+                                  + f.action + "): node " + who(f.node) + " "
+                                  + why);
+  }
+}
+
 void supervisor::inject(const fault_spec& f) {
   auto d = f.node;
   json rec{{"node", name_of(d)}, {"action", f.action}, {"step", f.step}};
+  // A node restarted since the check may report itself differently.
+  auto why = injection_problem(f, caps_[d]);
+  if (!why.empty())
+    throw std::runtime_error("fault injection: node " + who(d) + " " + why);
   if (f.action == "slow") {
     rec["slowdown"] = f.slowdown;
     self_->send(devices_[d], slow_atom::value,
                 static_cast<int32_t>(f.slowdown * 1000.0 + 0.5));
+  } else if (f.action == "cut" || f.action == "heal") {
+    auto dev = caps_[d].value("link_interface", std::string{});
+    rec["interface"] = dev;
+    auto err = set_interface_up(dev, f.action == "heal");
+    if (!err.empty()) {
+      spdlog::error("fault injection: node {}: {}", who(d), err);
+      rec["error"] = err;
+    }
   } else {
     auto pid = caps_[d].value("pid", int64_t{-1});
-    if (pid <= 0)
-      throw std::runtime_error("fault injection: node " + who(d)
-                               + " reported no process id");
     int sig = f.action == "kill" ? SIGKILL : f.action == "stop" ? SIGSTOP
                                                                 : SIGCONT;
     if (::kill(static_cast<pid_t>(pid), sig) != 0)
       spdlog::error("fault injection: signal to pid {} failed", pid);
     rec["pid"] = pid;
-    if (f.action != "cont") {
-      injected_at_[d] = clock::now();
-      last_fault_ = clock::now();
-    }
+  }
+  if (f.action == "kill" || f.action == "stop" || f.action == "cut") {
+    injected_at_[d] = clock::now();
+    last_fault_ = clock::now();
   }
   fault_event("injected", rec, d);
 }

@@ -59,6 +59,10 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--slowdown", o->device.slowdown,
                   "Emulated slowdown factor (compute padded to F x measured)")
     ->capture_default_str();
+  cmd->add_option("--link-interface", o->device.link_interface,
+                  "Interface outside this node's network namespace that "
+                  "carries all its traffic (the testbed's host-side veth); "
+                  "'cut' and 'heal' faults take it down and up");
   auto no_data_plane = std::make_shared<bool>(false);
   auto data_port = std::make_shared<int>(0);
   auto link_mbit = std::make_shared<double>(0);

@@ -151,6 +151,21 @@ TEST_CASE("a hung (SIGSTOP) node is detected within interval x misses + 1 s "
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
 
+TEST_CASE("a link cut is refused before any work for a node outside its own "
+          "network namespace, naming the node") {
+  // Loopback nodes report no link interface; the emulated testbed's do, and
+  // tests/testbed/test_link_cut.sh cuts one mid-job.
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                               {2, 3, {1}, {8}}}));
+  job.faults = {fault(1, 3, "cut")};
+  actors::local_cluster cluster{cluster_options(2, 27495)};
+  auto train = synthetic(job.batch_size * job.max_steps);
+  CHECK_THROWS_WITH(run_on_cluster(job, cluster, train),
+                    Catch::Contains("faults[0] (cut)")
+                      && Catch::Contains(cluster.endpoints()[1])
+                      && Catch::Contains("reports no link interface"));
+}
+
 TEST_CASE("heavy re-plan and restart-from-checkpoint recover to the same "
           "weights") {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},

@@ -1,6 +1,8 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
 // heartbeat bookkeeping, the node's snapshot store, stage states.
 #include "asteroid/actors/heartbeat_monitor.hpp"
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/link_switch.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
@@ -136,4 +138,32 @@ TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
   CHECK_FALSE(actors::covers(model, 0, L, part));
   CHECK_THROWS_WITH(actors::load_stage_state(copy, 0, L, opt.get(), part),
                     Catch::Contains("missing"));
+}
+
+TEST_CASE("job file: every fault action is known, and an unknown one is "
+          "named with the list") {
+  json job{{"model", "mlp"},
+           {"nodes", {"127.0.0.1:1", "127.0.0.1:2"}},
+           {"planner", "asteroid"}};
+  for (const char* action : {"kill", "stop", "cont", "cut", "heal"}) {
+    job["faults"] = {{{"step", 2}, {"node", 1}, {"action", action}}};
+    CHECK(actors::parse_job(job, "j.json").faults.at(0).action == action);
+  }
+  job["faults"] = {{{"step", 2}, {"node", 1}, {"action", "unplug"}}};
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("faults[0]")
+                      && Catch::Contains("'unplug' is not one of kill, stop, "
+                                         "cont, slow, cut, heal"));
+  job["faults"] = {{{"step", 2}, {"node", 2}, {"action", "cut"}}};
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("node 2 is not in 'nodes' (2 nodes)"));
+}
+
+TEST_CASE("set_interface_up names the interface it could not change") {
+  CHECK_THAT(actors::set_interface_up("asteroid-none0", false),
+             Catch::Contains("'asteroid-none0' down"));
+  CHECK_THAT(actors::set_interface_up("", true),
+             Catch::Contains("not an interface name"));
+  CHECK_THAT(actors::set_interface_up(std::string(40, 'x'), true),
+             Catch::Contains("not an interface name"));
 }

@@ -58,8 +58,10 @@ struct fault_spec {
   int64_t delay_ms = 0; ///< after the step's start
   int node = 0;         ///< index into `nodes`
   /// "kill" (SIGKILL), "stop" (SIGSTOP), "cont" (SIGCONT), "slow" (set the
-  /// emulated slowdown to `slowdown`). Signals need the node's pid, so they
-  /// work for nodes on this machine only.
+  /// emulated slowdown to `slowdown`), "cut" / "heal" (take the node's link
+  /// down / up again). Signals need the node's pid, so they work for nodes on
+  /// this machine only; cuts need a node that reports a link interface
+  /// (`asteroid node --link-interface`, set by the emulated testbed).
   std::string action = "kill";
   double slowdown = 1.0;
 };

@@ -21,6 +21,10 @@ struct device_options {
   double slowdown = 1.0;
   /// "host:port" it is published at (empty for an in-process device).
   std::string endpoint;
+  /// The interface, outside the node's network namespace, that carries all
+  /// its traffic (the testbed's host-side veth); empty: none. The supervisor
+  /// takes it down and up for `cut` and `heal` faults (link_switch.hpp).
+  std::string link_interface;
 };
 
 /// Spawns a device actor (detached, so it answers pings while it builds

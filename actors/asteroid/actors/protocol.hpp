@@ -17,6 +17,7 @@
 /// | `ast_snap, string key, int64 version, string state` | device | -        |
 /// | `ast_inv, int32 tag`                           | device  | `ast_inv, int32 tag, string json` |
 /// | `ast_fetch, string key, int64 version`         | device  | string err, string state |
+/// | `ast_forget`                                   | device  | int64 bytes dropped |
 /// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
 /// | `ast_slow, int32 permille`                     | device, replica | -        |
 /// | `ast_prof, string request_json`                | device  | string err, string profile_json |
@@ -65,6 +66,7 @@ using stop_atom = caf::atom_constant<caf::atom("ast_stop")>;
 using snap_atom = caf::atom_constant<caf::atom("ast_snap")>;
 using inventory_atom = caf::atom_constant<caf::atom("ast_inv")>;
 using fetch_atom = caf::atom_constant<caf::atom("ast_fetch")>;
+using forget_atom = caf::atom_constant<caf::atom("ast_forget")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("ast_hb")>;
 using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
 using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;

@@ -30,6 +30,9 @@ public:
   /// from held ranges that tile it exactly; empty when they do not.
   std::string assemble(int first, int end, int64_t version) const;
   size_t bytes() const;
+  /// Drops every snapshot (a new job starts: an earlier job's states must
+  /// never be restored into it).
+  void clear() { entries_.clear(); }
 
   /// Parses "L<first>-<end>"; false for anything else.
   static bool parse_key(const std::string& key, int& first, int& end);

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# (f) A node's link is cut in the middle of a job (`cut` fault: the testbed's host-side veth goes
+# down; no connection closes, the node just falls silent). The supervisor detects it by missed
+# heartbeats within interval x misses + 1 s, replays the interrupted step without it, and every
+# step's loss equals that of a fault-free run of the same job on the same testbed. The link is
+# healed later (`heal` fault) and the node answers heartbeats again. Then nothing remains.
+source "$(dirname "$0")/common.sh"
+tb_require_netns
+
+hb_ms=200 misses=3
+jq --arg m "$tmp/ref.jsonl" --argjson hb $hb_ms --argjson n $misses \
+  '.max_steps = 40 | .epochs = 10 | .metrics = $m
+   | .fault_tolerance = {"heartbeat_ms": $hb, "heartbeat_misses": $n}' \
+  "$here/job-mlp.json" >"$tmp/ref.json"
+jq --arg m "$tmp/cut.jsonl" \
+  '.metrics = $m
+   | .faults = [{"step": 6, "delay_ms": 20, "node": 1, "action": "cut"},
+                {"step": 12, "node": 1, "action": "heal"}]' "$tmp/ref.json" >"$tmp/cut.json"
+# Both jobs on one testbed: the reference first, then the cut (ASTEROID_NODES: the endpoints).
+cat >"$tmp/run.sh" <<SCRIPT
+set -euo pipefail
+nodes=\$(jq -nc --arg n "\$ASTEROID_NODES" '\$n | split(",")')
+for j in ref cut; do
+  jq --argjson n "\$nodes" '.nodes = \$n' "$tmp/\$j.json" >"$tmp/\$j.run.json"
+  "$exe" job --config "$tmp/\$j.run.json"
+done
+SCRIPT
+tb_run --cluster "$here/cluster-3dev.json" -- bash "$tmp/run.sh"
+expect_status 0 "reference and cut jobs"
+(( $(grep -c "job done: 40 steps" "$tmp/testbed.out") == 2 )) \
+  || fail "expected two jobs of 40 steps: $(grep "job done" "$tmp/testbed.out")"
+
+event() { grep "\"fault\":\"$1\"" "$tmp/cut.jsonl" | head -n 1; }
+cut=$(event injected)
+[[ $(jq -r '.action + " " + .interface' <<<"$cut") == "cut at${tb_pid}h1" ]] \
+  || fail "the first injected fault is not a cut of at${tb_pid}h1: $cut"
+jq -e 'has("error") | not' <<<"$cut" >/dev/null || fail "the cut failed: $cut"
+detected=$(event detected)
+[[ -n $detected ]] || fail "the cut was not detected: $(grep '"fault"' "$tmp/cut.jsonl")"
+say "detected: $detected"
+jq -e --argjson bound "$(awk -v h=$hb_ms -v n=$misses 'BEGIN{print h * n / 1000 + 1}')" \
+  '.node == "slow-1" and (.reason | test("no heartbeat")) and .detect_s <= $bound' \
+  <<<"$detected" >/dev/null || fail "not detected by heartbeats within the bound: $detected"
+recovered=$(event recovered)
+[[ -n $recovered ]] || fail "no recovery: $(grep '"fault"' "$tmp/cut.jsonl")"
+# Replay from this job's snapshots, not from those the reference job left on the nodes.
+jq -e '.resume_step <= .failed_step and .failed_step - .resume_step <= 1' <<<"$recovered" \
+  >/dev/null || fail "did not replay from the step before the cut: $recovered"
+heal=$(grep '"fault":"injected"' "$tmp/cut.jsonl" | grep '"action":"heal"' || true)
+[[ -n $heal ]] && jq -e 'has("error") | not' <<<"$heal" >/dev/null || fail "no clean heal: $heal"
+say "fault events of the cut job:"
+grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2
+
+# Synchronous replay: the cut is invisible to the math.
+losses() { jq -r 'select(.event == "iteration") | "\(.step) \(.loss)"' "$1"; }
+awk 'NR == FNR { ref[$1] = $2; next } $1 in ref { print $1, ref[$1], $2 }' \
+  <(losses "$tmp/ref.jsonl") <(losses "$tmp/cut.jsonl") >"$tmp/losses"
+(( $(wc -l <"$tmp/losses") == 40 )) || fail "steps differ: $(cat "$tmp/losses")"
+awk '{d = $2 - $3; if (d < 0) d = -d; if (d > 1e-4 * ($2 < 0 ? -$2 : $2) + 1e-6) {
+       print "step " $1 ": loss " $2 " fault-free, " $3 " with the cut"; bad = 1 } }
+     END { exit bad }' "$tmp/losses" || fail "losses differ from the fault-free run"
+say "40 losses equal to the fault-free run's (last: $(tail -n 1 "$tmp/losses"))"
+assert_clean "$tb_pid"
+say "PASS"
