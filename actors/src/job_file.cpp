@@ -72,11 +72,12 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
     throw field.error("heartbeat_misses must be >= 1");
   if (o.snapshot_every < 0)
     throw field.error("snapshot_every must be >= 0");
-  static const std::set<std::string> modes{"replay", "replan", "restart",
-                                           "none"};
+  static const std::set<std::string> modes{"replay", "replay_no_rebalance",
+                                           "replan", "restart", "none"};
   if (!modes.count(o.recovery))
     throw field.error("recovery '" + o.recovery
-                      + "' is not one of replay, replan, restart, none");
+                      + "' is not one of replay, replay_no_rebalance, replan, "
+                        "restart, none");
   if (!(o.replan_threshold >= 1.0))
     throw field.error("replan_threshold must be >= 1");
   if (o.checkpoint_every < 1)

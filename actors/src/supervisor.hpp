@@ -110,7 +110,8 @@ private:
   std::string data_endpoint(int d) const;
   bool snapshots_on() const {
     return ft().snapshot_every > 0
-           && (ft().recovery == "replay" || ft().recovery == "replan");
+           && (ft().recovery == "replay" || ft().recovery == "replan"
+               || ft().recovery == "replay_no_rebalance");
   }
   void fault_event(const std::string& event, json rec, int device = -1);
 

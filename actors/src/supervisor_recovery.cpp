@@ -115,7 +115,15 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                                + json(names).dump()
                                + ": no live device holds a replica of every "
                                  "layer");
-    if (mode == "replay") {
+    if (mode == "replay_no_rebalance") {
+      // The Figure-17 baseline: replay, but nobody re-schedules the work.
+      planner::patch_options rigid;
+      rigid.rebalance = false;
+      auto patch = planner::patch_plan(plan_, dead_, full_cluster(),
+                                       known_profile(), rigid);
+      next = patch.patched;
+      changes = patch.changes;
+    } else if (mode == "replay") {
       auto prof = known_profile();
       auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof);
       next = patch.patched;

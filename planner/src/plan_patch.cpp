@@ -65,7 +65,8 @@ std::vector<int64_t> reallocate(const plan& p, int s, const cluster& c,
 
 plan_patch patch_plan(const plan& p, const std::set<int>& lost,
                       const cluster& c,
-                      const std::optional<model_profile>& profile) {
+                      const std::optional<model_profile>& profile,
+                      const patch_options& options) {
   plan_patch out;
   auto& q = out.patched;
   q = p;
@@ -77,9 +78,16 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
   for (size_t s = 0; s < q.stages.size(); ++s) {
     auto& st = q.stages[s];
     std::vector<int> keep;
-    for (int d : st.devices)
-      if (!lost.count(d))
-        keep.push_back(d);
+    std::vector<int64_t> kept_shares;
+    int64_t orphaned = 0; // the lost members' shares
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      if (!lost.count(st.devices[i])) {
+        keep.push_back(st.devices[i]);
+        kept_shares.push_back(i < st.shares.size() ? st.shares[i] : 0);
+      } else if (i < st.shares.size()) {
+        orphaned += st.shares[i];
+      }
+    }
     if (keep.size() != st.devices.size()) {
       touched[s] = true;
       std::vector<int> gone;
@@ -90,6 +98,14 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
                             + join_devices(gone)
                             + (keep.empty() ? ", group empty" : ""));
       st.devices = keep;
+      if (!options.rebalance && !keep.empty()) {
+        kept_shares.front() += orphaned;
+        st.shares = kept_shares;
+        touched[s] = false; // no new shares: the first survivor takes it all
+        out.changes.push_back("stage " + std::to_string(s) + ": devices "
+                              + join_devices(keep) + ", shares "
+                              + join_shares(kept_shares) + " (not rebalanced)");
+      }
     }
   }
   // 2. Merge empty stages into the neighbour holding their replica (or the
@@ -116,7 +132,7 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
                           + " on devices " + join_devices(dst.devices));
     dst.first_layer = std::min(dst.first_layer, src.first_layer);
     dst.end_layer = std::max(dst.end_layer, src.end_layer);
-    touched[into] = true;
+    touched[into] = options.rebalance; // more layers: shares by Algorithm 1
     q.stages.erase(q.stages.begin() + s);
     touched.erase(touched.begin() + s);
   }

@@ -166,8 +166,8 @@ TEST_CASE("a link cut is refused before any work for a node outside its own "
                       && Catch::Contains("reports no link interface"));
 }
 
-TEST_CASE("heavy re-plan and restart-from-checkpoint recover to the same "
-          "weights") {
+TEST_CASE("heavy re-plan, restart-from-checkpoint and replay without "
+          "re-balancing recover to the same weights") {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2, 3}, {6, 2}}}));
   job.max_steps = 12;
@@ -176,6 +176,13 @@ TEST_CASE("heavy re-plan and restart-from-checkpoint recover to the same "
     job.fault_tolerance.recovery = "replan";
     auto r = run_and_compare(job, 4, 27440, "replan");
     CHECK((*find_event(r, "recovered"))["mode"] == "replan");
+  }
+  SECTION("replay without re-balancing (the Figure-17 baseline)") {
+    job.fault_tolerance.recovery = "replay_no_rebalance";
+    auto r = run_and_compare(job, 4, 27404, "replay_no_rebalance");
+    CHECK((*find_event(r, "recovered"))["mode"] == "replay_no_rebalance");
+    CHECK(r.plan.stages[1].devices == std::vector<int>{2});
+    CHECK(r.plan.stages[1].shares == std::vector<int64_t>{8}); // 6 + node3's 2
   }
   SECTION("restart from checkpoint") {
     job.fault_tolerance.recovery = "restart";

@@ -114,6 +114,33 @@ TEST_CASE("patch_plan: a lost single-device stage merges into the stage holding 
   }
 }
 
+TEST_CASE("patch_plan without rebalancing: a lost member's share goes whole to "
+          "the first survivor, and a merged stage keeps its shares") {
+  cluster c = four_devices();
+  patch_options rigid;
+  rigid.rebalance = false;
+  plan p = three_stages();
+  p.stages[0] = {0, 2, {0, 1, 3}, {2, 4, 2}};
+  p.stages[2] = {4, 6, {2}, {8}};
+  p.stages[1] = {2, 4, {2}, {8}};
+  auto q = patch_plan(p, {1}, c, std::nullopt, rigid).patched;
+  CHECK(q.stages[0].devices == std::vector<int>{0, 3});
+  CHECK(q.stages[0].shares == std::vector<int64_t>{6, 2});
+  // Device 0 lost: device 1 takes its 2 on top of its 4, where Algorithm 1
+  // would split 8 evenly between the two equally fast survivors.
+  auto r = patch_plan(p, {0}, c, std::nullopt, rigid).patched;
+  CHECK(r.stages[0].devices == std::vector<int>{1, 3});
+  CHECK(r.stages[0].shares == std::vector<int64_t>{6, 2});
+  auto balanced = patch_plan(p, {0}, c).patched;
+  CHECK(balanced.stages[0].shares == std::vector<int64_t>{4, 4});
+  auto merged = patch_plan(three_stages(), {2}, c, std::nullopt, rigid).patched;
+  REQUIRE(merged.num_stages() == 2);
+  CHECK(merged.stages[1].end_layer == 6);
+  CHECK(merged.stages[1].shares == std::vector<int64_t>{8});
+  CHECK(merged.stages[0].shares == std::vector<int64_t>{5, 3});
+  CHECK_NOTHROW(validate(merged, 6, c));
+}
+
 TEST_CASE("patch_plan: with a profile the patch is evaluated by the cost model") {
   auto c = four_devices();
   auto prof = six_layers();

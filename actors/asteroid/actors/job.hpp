@@ -34,7 +34,9 @@ struct fault_tolerance_options {
   /// (then a loss fails the job, as before).
   int64_t snapshot_every = 1;
   /// "replay": patch the plan (move only the lost work), restore from the
-  /// snapshots, replay from the last common version; "replan": run the
+  /// snapshots, replay from the last common version; "replay_no_rebalance":
+  /// the same without re-scheduling (a lost member's share goes whole to its
+  /// group's first survivor; the paper's Figure-17 baseline); "replan": run the
   /// planner on the survivors and redistribute every stage; "restart":
   /// the baseline, stop everything, re-plan, reload the latest checkpoint
   /// file and re-run the steps since; "none": fail the job.

@@ -29,6 +29,14 @@ struct plan_patch {
   std::vector<std::string> changes;
 };
 
+/// How a patch treats a group that lost members.
+struct patch_options {
+  /// true: new shares by Algorithm 1 over the survivors. false: "no
+  /// re-scheduling" (the paper's Figure-17 baseline): each lost member's share
+  /// goes whole to the group's first survivor and nothing else changes.
+  bool rebalance = true;
+};
+
 /// Removes `lost` devices from `p`:
 /// - a group that keeps members gets new shares by Algorithm 1 over the
 ///   survivors (memory-aware when `profile` is given, else proportional to
@@ -40,6 +48,7 @@ struct plan_patch {
 /// fills the plan's predictions. Throws planner_error when nothing survives.
 plan_patch patch_plan(const plan& p, const std::set<int>& lost,
                       const cluster& c,
-                      const std::optional<model_profile>& profile = std::nullopt);
+                      const std::optional<model_profile>& profile = std::nullopt,
+                      const patch_options& options = {});
 
 } // namespace asteroid::planner
