@@ -109,9 +109,9 @@ private:
   /// in-process device, `--no-data-plane`) or the job turned it off.
   std::string data_endpoint(int d) const;
   bool snapshots_on() const {
-    return ft().snapshot_every > 0
-           && (ft().recovery == "replay" || ft().recovery == "replan"
-               || ft().recovery == "replay_no_rebalance");
+    // Every recovery but the checkpoint baseline restores from snapshots.
+    return ft().snapshot_every > 0 && ft().recovery != "restart"
+           && ft().recovery != "none";
   }
   void fault_event(const std::string& event, json rec, int device = -1);
 

@@ -115,20 +115,16 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                                + json(names).dump()
                                + ": no live device holds a replica of every "
                                  "layer");
-    if (mode == "replay_no_rebalance") {
-      // The Figure-17 baseline: replay, but nobody re-schedules the work.
-      planner::patch_options rigid;
-      rigid.rebalance = false;
-      auto patch = planner::patch_plan(plan_, dead_, full_cluster(),
-                                       known_profile(), rigid);
-      next = patch.patched;
-      changes = patch.changes;
-    } else if (mode == "replay") {
+    if (mode == "replay" || mode == "replay_no_rebalance") {
       auto prof = known_profile();
-      auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof);
+      // replay_no_rebalance is the Figure-17 baseline: nobody re-schedules
+      // the lost work, and no threshold swaps in a better plan.
+      planner::patch_options how;
+      how.rebalance = mode == "replay";
+      auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof, how);
       next = patch.patched;
       changes = patch.changes;
-      if (prof) {
+      if (prof && how.rebalance) {
         auto fresh = fresh_plan_on_survivors();
         if (next.predicted_round_s > ft().replan_threshold * fresh.predicted_round_s
             || !planner::fits_memory(next, full_cluster())) {

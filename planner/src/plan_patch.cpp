@@ -77,23 +77,21 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
   std::vector<bool> touched(p.stages.size(), false);
   for (size_t s = 0; s < q.stages.size(); ++s) {
     auto& st = q.stages[s];
-    std::vector<int> keep;
+    std::vector<int> keep, gone;
     std::vector<int64_t> kept_shares;
     int64_t orphaned = 0; // the lost members' shares
     for (size_t i = 0; i < st.devices.size(); ++i) {
-      if (!lost.count(st.devices[i])) {
+      auto share = i < st.shares.size() ? st.shares[i] : 0;
+      if (lost.count(st.devices[i])) {
+        gone.push_back(st.devices[i]);
+        orphaned += share;
+      } else {
         keep.push_back(st.devices[i]);
-        kept_shares.push_back(i < st.shares.size() ? st.shares[i] : 0);
-      } else if (i < st.shares.size()) {
-        orphaned += st.shares[i];
+        kept_shares.push_back(share);
       }
     }
-    if (keep.size() != st.devices.size()) {
+    if (!gone.empty()) {
       touched[s] = true;
-      std::vector<int> gone;
-      for (int d : st.devices)
-        if (lost.count(d))
-          gone.push_back(d);
       out.changes.push_back("stage " + std::to_string(s) + ": lost device "
                             + join_devices(gone)
                             + (keep.empty() ? ", group empty" : ""));
