@@ -89,12 +89,15 @@ fault_spec parse_fault(const json& j, const std::string& where,
                        size_t num_nodes) {
   fault_spec f;
   object_reader field{j, where, {"step", "delay_ms", "node", "action",
-                                 "slowdown"}};
+                                 "slowdown", "when"}};
   field("step", f.step);
   field("delay_ms", f.delay_ms);
   field("node", f.node);
   field("action", f.action);
   field("slowdown", f.slowdown);
+  field("when", f.when);
+  if (f.when != "step" && f.when != "recovery" && f.when != "start")
+    throw field.error("when '" + f.when + "' is not one of step, recovery, start");
   static const std::set<std::string> actions{"kill", "stop", "cont", "slow",
                                              "cut", "heal"};
   if (!actions.count(f.action))

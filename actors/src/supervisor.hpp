@@ -15,6 +15,7 @@
 #include "asteroid/training/progress_line.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,6 +68,14 @@ inline bool tiles(const json& inventory, int first, int end, int64_t version) {
   }
   return true;
 }
+
+/// A device went away (its connection closed, or a replica on it went down)
+/// while the supervisor waited on it outside a step. Thrown by deploy() and
+/// fetch_full_state(); deploy_surviving() plans again without the device.
+struct device_lost : std::runtime_error {
+  device_lost(int d, const std::string& why) : std::runtime_error(why), device(d) {}
+  int device;
+};
 
 /// Where a deployment takes each stage's state from.
 struct state_source {
@@ -133,7 +142,29 @@ private:
 
   // -- deployment --
   void link_nodes();
+  /// Throws device_lost as soon as a device in use goes away.
   void deploy(const planner::plan& p, const state_source& src);
+  /// Deploys the plan and state `make()` returns and makes it the current
+  /// plan. A device lost during the deployment is marked dead and `make` is
+  /// called again, so it must plan on the survivors (dead_); it throws when
+  /// nothing can be planned. Returns the state source deployed.
+  state_source deploy_surviving(
+    const std::function<std::pair<planner::plan, state_source>()>& make,
+    int64_t step);
+  /// The device whose connection or replica `dm` reports gone, with why
+  /// (-1: neither); a closed connection also goes to closed_.
+  std::pair<int, std::string> device_down(const caf::down_msg& dm);
+  /// Sends `xs` to device `d` and returns its reply (the first message from
+  /// `d` made of `Reply` types). Throws device_lost at once when a device
+  /// goes away meanwhile (CAF 0.17 never fails a request to a dead peer),
+  /// std::runtime_error naming `what` after `timeout`.
+  template <class... Reply, class... Ts>
+  caf::message ask(int d, milliseconds timeout, const std::string& what,
+                   const Ts&... xs);
+  /// Waits (bounded) for the replies to asks that a loss interrupted, so
+  /// that no later ask takes one for its own, and stops the replicas that
+  /// late deploy replies name.
+  void settle_abandoned(int64_t step);
   void stop_replicas();
   std::map<int, json> inventories();
   serialization::named_tensors fetch_full_state(
@@ -148,6 +179,9 @@ private:
   void feed(int64_t step, const data::batch& batch);
   void ping_all(clock::time_point now);
   void inject(const fault_spec& f);
+  /// Injects the faults scripted for `when` ("recovery", "start") whose
+  /// step is at most `step`, once each.
+  void inject_faults_when(const std::string& when, int64_t step);
   void record_iteration(int64_t step, int64_t epoch, double wall,
                         double t_start, std::vector<json>& reports);
 
@@ -179,6 +213,8 @@ private:
   std::set<int> closed_;
   clock::time_point next_reconnect_{};
   std::set<int> reported_lost_; ///< named in a "recovered" event already
+  /// Per device: asks a loss interrupted whose reply is still to come.
+  std::map<int, int> abandoned_;
   std::optional<planner::model_profile> profile_;
   /// Measured cluster (capabilities + link matrix), when links are measured.
   std::optional<planner::cluster> links_;

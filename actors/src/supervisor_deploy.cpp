@@ -21,6 +21,136 @@ namespace asteroid::actors::detail {
 
 // -- deployment --------------------------------------------------------------------
 
+std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
+  for (size_t d = 0; d < devices_.size(); ++d)
+    if (dm.source == devices_[d].address()) {
+      closed_.insert(static_cast<int>(d));
+      return {static_cast<int>(d), "connection closed: " + sys_.render(dm.reason)};
+    }
+  for (auto& st : stages_)
+    for (auto& r : st)
+      if (dm.source == r.handle.address())
+        return {r.device, "replica s" + std::to_string(r.stage) + "r"
+                            + std::to_string(r.replica) + " went down: "
+                            + sys_.render(dm.reason)};
+  return {-1, {}};
+}
+
+template <class... Reply, class... Ts>
+caf::message supervisor::ask(int d, milliseconds timeout, const std::string& what,
+                             const Ts&... xs) {
+  // A plain send: the node's answer comes back as an ordinary message, so
+  // one receive sees it and a down message alike.
+  auto from = caf::actor_cast<caf::strong_actor_ptr>(devices_[d]);
+  self_->send(devices_[d], xs...);
+  auto deadline = clock::now() + timeout;
+  std::optional<caf::message> reply;
+  std::pair<int, std::string> gone{-1, {}};
+  while (!reply) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    if (left.count() <= 0)
+      throw std::runtime_error(what + ": no answer from node " + who(d) + " within "
+                               + std::to_string(timeout.count()) + " ms");
+    self_->receive(
+      [&](caf::down_msg& dm) {
+        auto down = device_down(dm);
+        if (down.first >= 0 && !dead_.count(down.first))
+          gone = down;
+      },
+      // Anything else waits for the step loop (late reports, heartbeats).
+      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
+        if (self_->current_sender() != from
+            || !x.content().template match_elements<Reply...>())
+          return caf::skip;
+        reply = x.move_content_to_message();
+        return caf::message{};
+      },
+      caf::after(left) >> [] {});
+    if (gone.first >= 0) {
+      if (gone.first != d)
+        ++abandoned_[d]; // d still answers, later
+      throw device_lost(gone.first, what + ": node " + who(gone.first)
+                                      + " was lost: " + gone.second);
+    }
+  }
+  return std::move(*reply);
+}
+
+void supervisor::settle_abandoned(int64_t step) {
+  auto deadline = clock::now() + milliseconds(job_.connect_timeout_ms)
+                  + std::chrono::seconds(30);
+  auto pending = [&] {
+    for (auto& [d, n] : abandoned_)
+      if (n > 0 && !dead_.count(d))
+        return true;
+    return false;
+  };
+  while (pending()) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) {
+      spdlog::warn("gave up waiting for replies to interrupted deployments");
+      break;
+    }
+    self_->receive(
+      [&](caf::down_msg& dm) {
+        auto [d, why] = device_down(dm);
+        if (d < 0 || dead_.count(d))
+          return;
+        dead_.insert(d);
+        if (!heartbeats_.dead(d))
+          heartbeats_.mark_dead(d);
+        fault_event("lost_during_deployment",
+                    {{"node", name_of(d)}, {"step", step}, {"reason", why}}, d);
+      },
+      // Replies to deploy and fetch (the shapes ask() waits for).
+      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
+        int from = -1;
+        for (auto& [d, n] : abandoned_)
+          if (n > 0 && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
+            from = d;
+        bool deployed = x.content().match_elements<std::string, caf::actor>();
+        if (from < 0
+            || !(deployed || x.content().match_elements<std::string, std::string>()))
+          return caf::skip;
+        --abandoned_[from];
+        if (deployed) {
+          auto orphan = x.content().get_as<caf::actor>(1);
+          if (orphan)
+            self_->send(orphan, stop_atom::value);
+        }
+        return caf::message{};
+      },
+      caf::after(left) >> [] {});
+  }
+  abandoned_.clear();
+}
+
+state_source supervisor::deploy_surviving(
+  const std::function<std::pair<planner::plan, state_source>()>& make,
+  int64_t step) {
+  // Each loss adds to dead_, so this ends: deployed, or `make` finds too
+  // few survivors (or no replica of some layer) and throws.
+  for (;;) {
+    try {
+      auto [next, src] = make();
+      deploy(next, src);
+      plan_ = next;
+      return src;
+    } catch (const device_lost& e) {
+      stop_replicas();
+      ++generation_; // what the half-deployed replicas still send is stale
+      dead_.insert(e.device);
+      if (!heartbeats_.dead(e.device))
+        heartbeats_.mark_dead(e.device);
+      fault_event("lost_during_deployment",
+                  {{"node", name_of(e.device)}, {"step", step}, {"reason", e.what()}},
+                  e.device);
+      settle_abandoned(step);
+      drain_losses(step);
+    }
+  }
+}
+
 void supervisor::link_nodes() {
   auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
   for (size_t d = 0; d < devices_.size(); ++d)
@@ -119,20 +249,14 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
         if (src.version >= 0)
           ++shipped;
       }
-      std::string err;
-      caf::actor handle;
-      self_->request(devices_[d], timeout, deploy_atom::value, spec_json.dump(),
-                     state)
-        .receive(
-          [&](std::string& e, caf::actor& a) {
-            err = e;
-            handle = a;
-          },
-          [&](caf::error& x) { err = sys_.render(x); });
+      auto what = "deploying stage " + std::to_string(s) + " replica "
+                  + std::to_string(r) + " on node " + who(d);
+      auto reply = ask<std::string, caf::actor>(d, timeout, what, deploy_atom::value,
+                                                spec_json.dump(), state);
+      auto err = reply.get_as<std::string>(0);
+      auto handle = reply.get_as<caf::actor>(1);
       if (!err.empty() || !handle)
-        throw std::runtime_error("deploying stage " + std::to_string(s)
-                                 + " replica " + std::to_string(r) + " on node "
-                                 + who(d) + ": " + err);
+        throw std::runtime_error(what + ": " + err);
       self_->monitor(handle);
       stages_[s].push_back({s, static_cast<int>(r), d, handle});
       ++num_replicas_;
@@ -277,18 +401,12 @@ serialization::named_tensors supervisor::fetch_full_state(
       throw std::runtime_error("no live device holds layer "
                                + std::to_string(at) + " at step "
                                + std::to_string(version));
-    std::string err, bytes;
-    self_->request(devices_[holder], milliseconds(job_.step_timeout_ms),
-                   fetch_atom::value, key, version)
-      .receive(
-        [&](std::string& e, std::string& b) {
-          err = std::move(e);
-          bytes = std::move(b);
-        },
-        [&](caf::error& e) { err = sys_.render(e); });
-    if (!err.empty())
-      throw std::runtime_error("fetching snapshot " + key + " from node "
-                               + who(holder) + ": " + err);
+    auto what = "fetching snapshot " + key + " from node " + who(holder);
+    auto reply = ask<std::string, std::string>(holder, milliseconds(job_.step_timeout_ms),
+                                               what, fetch_atom::value, key, version);
+    if (!reply.get_as<std::string>(0).empty())
+      throw std::runtime_error(what + ": " + reply.get_as<std::string>(0));
+    const auto& bytes = reply.get_as<std::string>(1);
     for (auto& [name, t] : serialization::decode_tensors(bytes))
       if (seen.insert(name).second)
         full.emplace_back(name, t);

@@ -56,6 +56,30 @@ void supervisor::drain_losses(int64_t step) {
       caf::after(milliseconds(0)) >> [&] { more = false; });
 }
 
+namespace {
+
+/// The newest version at which the snapshots in `inventories` cover every
+/// layer of a `layers`-layer model (-1: none). None newer than `failed_step`
+/// counts: it would belong to another job.
+int64_t newest_complete_version(const std::map<int, json>& inventories,
+                                int layers, int64_t failed_step) {
+  std::set<int64_t, std::greater<>> versions;
+  json all = json::object();
+  for (auto& [d, items] : inventories)
+    for (auto& [k, vs] : items.items())
+      for (auto& v : vs)
+        if (v.is_number_integer() && v.get<int64_t>() <= failed_step) {
+          versions.insert(v.get<int64_t>());
+          all[k].push_back(v);
+        }
+  for (auto v : versions)
+    if (tiles(all, 0, layers, v))
+      return v;
+  return -1;
+}
+
+} // namespace
+
 int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   auto t_begin = clock::now();
   awaiting_resume_ = t_begin;
@@ -77,80 +101,70 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                              + " and recovery is off");
   stop_replicas();
   ++generation_;
-  state_source src;
-  planner::plan next;
   std::vector<std::string> changes;
-  if (mode == "restart") {
-    if (ft().checkpoint_path.empty() || checkpoint_step_ < 0)
-      throw std::runtime_error("restart recovery: no checkpoint was written");
-    // From scratch, as a restarted job would: profile and plan again.
-    if (job_.profile_path.empty())
-      profile_.reset();
-    auto ck = serialization::load_checkpoint(ft().checkpoint_path);
-    src.version = ck.step;
-    src.full = std::move(ck.model_state);
-    next = fresh_plan_on_survivors();
-  } else {
-    src.inventories = inventories();
-    // The newest version at which the live snapshots cover every layer.
-    // None can be newer than the failed step; one that is would belong to
-    // another job and is never restored.
-    std::set<int64_t, std::greater<>> versions;
-    json all = json::object();
-    for (auto& [d, items] : src.inventories)
-      for (auto& [k, vs] : items.items())
-        for (auto& v : vs)
-          if (v.is_number_integer() && v.get<int64_t>() <= failed_step) {
-            versions.insert(v.get<int64_t>());
-            all[k].push_back(v);
-          }
-    src.version = -1;
-    for (auto v : versions)
-      if (tiles(all, 0, static_cast<int>(model_->size()), v)) {
-        src.version = v;
-        break;
-      }
-    if (src.version < 0)
-      throw std::runtime_error("cannot recover from the loss of "
-                               + json(names).dump()
-                               + ": no live device holds a replica of every "
-                                 "layer");
-    if (mode == "replay" || mode == "replay_no_rebalance") {
-      auto prof = known_profile();
-      // replay_no_rebalance is the Figure-17 baseline: nobody re-schedules
-      // the lost work, and no threshold swaps in a better plan.
-      planner::patch_options how;
-      how.rebalance = mode == "replay";
-      auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof, how);
-      next = patch.patched;
-      changes = patch.changes;
-      if (prof && how.rebalance) {
-        auto fresh = fresh_plan_on_survivors();
-        if (next.predicted_round_s > ft().replan_threshold * fresh.predicted_round_s
-            || !planner::fits_memory(next, full_cluster())) {
-          changes.push_back("patched plan predicted "
-                            + std::to_string(next.predicted_round_s)
-                            + " s per round vs fresh "
-                            + std::to_string(fresh.predicted_round_s)
-                            + " s: heavy re-plan instead");
-          next = fresh;
-          mode = "replan(threshold)";
-        }
-      }
-    } else {
+  // Planned again, on fewer devices, when one more is lost meanwhile.
+  auto make = [&]() -> std::pair<planner::plan, state_source> {
+    mode = ft().recovery;
+    changes.clear();
+    state_source src;
+    planner::plan next;
+    if (mode == "restart") {
+      if (ft().checkpoint_path.empty() || checkpoint_step_ < 0)
+        throw std::runtime_error("restart recovery: no checkpoint was written");
+      // From scratch, as a restarted job would: profile and plan again.
+      if (job_.profile_path.empty())
+        profile_.reset();
+      auto ck = serialization::load_checkpoint(ft().checkpoint_path);
+      src.version = ck.step;
+      src.full = std::move(ck.model_state);
       next = fresh_plan_on_survivors();
+    } else {
+      src.inventories = inventories();
+      src.version = newest_complete_version(
+        src.inventories, static_cast<int>(model_->size()), failed_step);
+      if (src.version < 0)
+        throw std::runtime_error("cannot recover from the loss of "
+                                 + json(names).dump()
+                                 + ": no live device holds a replica of every "
+                                   "layer");
+      if (mode == "replay" || mode == "replay_no_rebalance") {
+        auto prof = known_profile();
+        // replay_no_rebalance is the Figure-17 baseline: nobody re-schedules
+        // the lost work, and no threshold swaps in a better plan.
+        planner::patch_options how;
+        how.rebalance = mode == "replay";
+        auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof, how);
+        next = patch.patched;
+        changes = patch.changes;
+        if (prof && how.rebalance) {
+          auto fresh = fresh_plan_on_survivors();
+          if (next.predicted_round_s > ft().replan_threshold * fresh.predicted_round_s
+              || !planner::fits_memory(next, full_cluster())) {
+            changes.push_back("patched plan predicted "
+                              + std::to_string(next.predicted_round_s)
+                              + " s per round vs fresh "
+                              + std::to_string(fresh.predicted_round_s)
+                              + " s: heavy re-plan instead");
+            next = fresh;
+            mode = "replan(threshold)";
+          }
+        }
+      } else {
+        next = fresh_plan_on_survivors();
+      }
+      bool all_local = true;
+      for (auto& st : next.stages)
+        for (int d : st.devices)
+          if (!tiles(src.inventories[d], st.first_layer, st.end_layer, src.version))
+            all_local = false;
+      if (!all_local)
+        src.full = fetch_full_state(src.inventories, src.version);
     }
-    bool all_local = true;
-    for (auto& st : next.stages)
-      for (int d : st.devices)
-        if (!tiles(src.inventories[d], st.first_layer, st.end_layer, src.version))
-          all_local = false;
-    if (!all_local)
-      src.full = fetch_full_state(src.inventories, src.version);
-  }
-  check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
-  deploy(next, src);
-  plan_ = next;
+    check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
+    inject_faults_when("recovery", failed_step);
+    return {next, src};
+  };
+  auto src = deploy_surviving(make, failed_step);
   names.clear();
   for (int d : dead_)
     if (!reported_lost_.count(d)) {
@@ -179,9 +193,11 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   src.full = gather_full_state();
   stop_replicas();
   ++generation_;
-  auto next = fresh_plan_on_survivors();
-  deploy(next, src);
-  plan_ = next;
+  deploy_surviving(
+    [&]() -> std::pair<planner::plan, state_source> {
+      return {fresh_plan_on_survivors(), src};
+    },
+    step);
   rec["step"] = step;
   rec["recover_s"] = seconds_between(t_begin, clock::now());
   rec["plan"] = json(plan_);

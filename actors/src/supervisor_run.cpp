@@ -5,7 +5,10 @@
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/data/sampler.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_patch.hpp"
 #include "asteroid/training/evaluate.hpp"
+
+#include <limits>
 
 namespace asteroid::actors::detail {
 
@@ -36,8 +39,28 @@ job_result supervisor::run() {
   // re-profiles on purpose: it starts from scratch).
   if (snapshots_on())
     known_profile();
-  state_source initial;
-  deploy(plan_, initial);
+  // A device lost before the first step: the plan is patched around it as
+  // for a loss at step 0 (nothing to replay; the weights are the model's).
+  const auto first_plan = plan_;
+  deploy_surviving(
+    [&]() -> std::pair<planner::plan, state_source> {
+      if (dead_.empty()) {
+        inject_faults_when("start", std::numeric_limits<int64_t>::max());
+        return {first_plan, {}};
+      }
+      if (!snapshots_on() && ft().recovery != "restart")
+        throw std::runtime_error("node " + who(*dead_.begin())
+                                 + " was lost while the job deployed and "
+                                   "recovery is off");
+      planner::patch_options how;
+      how.rebalance = ft().recovery != "replay_no_rebalance";
+      auto next = planner::patch_plan(first_plan, dead_, full_cluster(),
+                                      known_profile(), how)
+                    .patched;
+      check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
+      return {next, {}};
+    },
+    0);
   for (size_t d = 0; d < devices_.size(); ++d) {
     trace_.process_names[static_cast<int>(d)] = name_of(static_cast<int>(d));
     trace_.thread_names[{static_cast<int>(d), 999}] = "faults";

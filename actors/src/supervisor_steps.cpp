@@ -97,6 +97,13 @@ void supervisor::inject(const fault_spec& f) {
   fault_event("injected", rec, d);
 }
 
+void supervisor::inject_faults_when(const std::string& when, int64_t step) {
+  for (size_t i = 0; i < job_.faults.size(); ++i)
+    if (job_.faults[i].when == when && job_.faults[i].step <= step
+        && faults_fired_.insert(i).second)
+      inject(job_.faults[i]);
+}
+
 void supervisor::feed(int64_t step, const data::batch& batch) {
   const auto P = plan_.num_stages();
   const auto M = plan_.micro_batches;
@@ -143,7 +150,8 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   // delay ran out (they fire at once).
   std::vector<std::pair<clock::time_point, size_t>> due;
   for (size_t i = 0; i < job_.faults.size(); ++i)
-    if (job_.faults[i].step <= step && !faults_fired_.count(i))
+    if (job_.faults[i].when == "step" && job_.faults[i].step <= step
+        && !faults_fired_.count(i))
       due.push_back({job_.faults[i].step == step
                        ? t0 + milliseconds(job_.faults[i].delay_ms)
                        : t0,
@@ -214,17 +222,9 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         heartbeats_.answered(d, seq / 4096, clock::now());
       },
       [&](caf::down_msg& dm) {
-        for (size_t d = 0; d < devices_.size(); ++d)
-          if (dm.source == devices_[d].address()) {
-            closed_.insert(static_cast<int>(d));
-            lose(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
-          }
-        for (auto& st : stages_)
-          for (auto& r : st)
-            if (dm.source == r.handle.address())
-              lose(r.device, "replica s" + std::to_string(r.stage) + "r"
-                               + std::to_string(r.replica) + " went down: "
-                               + sys_.render(dm.reason));
+        auto [d, why] = device_down(dm);
+        if (d >= 0)
+          lose(d, why);
       },
       // Late answers and messages of replaced replicas: drop, do not let
       // them pile up in the mailbox.

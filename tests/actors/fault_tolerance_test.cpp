@@ -128,6 +128,56 @@ TEST_CASE("two devices lost at once recover too (cnn, 4 processes)") {
   CHECK(r.plan.stages[1].end_layer == 4);
 }
 
+TEST_CASE("a device lost while a recovery deploys: the recovery plans again "
+          "without it and the job still ends with the fault-free weights "
+          "(cnn, 4 processes)") {
+  auto step = random_step(2, 12);
+  INFO("first kill at step " << step);
+  // The plan of the case above. Device 1 dies in a step; device 3 dies as
+  // the recovery starts deploying the patched plan, which still holds it,
+  // so the deployment (not the inventory round before it) loses it.
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {5, 3}},
+                                              {2, 3, {2}, {8}},
+                                              {3, 4, {3}, {8}}}));
+  job.optimizer.lr = 0.02;
+  job.max_steps = 16;
+  auto second = fault(3, step, "kill");
+  second.when = "recovery";
+  job.faults = {fault(1, step, "kill", 10), second};
+  auto r = run_and_compare(job, 4, 27485, "kill during recovery, step "
+                                            + std::to_string(step));
+  auto* lost = find_event(r, "lost_during_deployment");
+  REQUIRE(lost);
+  CHECK((*lost)["node"] == "node3");
+  CHECK((*lost)["step"] == step);
+  REQUIRE(r.plan.num_stages() == 2);
+  CHECK(r.plan.stages[0].devices == std::vector<int>{0});
+  CHECK(r.plan.stages[1].devices == std::vector<int>{2});
+  CHECK(r.plan.stages[1].end_layer == 4);
+}
+
+TEST_CASE("a device lost during the first deployment: the plan is patched "
+          "around it before step 0 (mlp, 4 processes)") {
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2, 3}, {6, 2}}}));
+  auto at_start = fault(3, 0, "kill");
+  at_start.when = "start";
+  job.faults = {at_start};
+  actors::local_cluster cluster{cluster_options(4, 27475)};
+  auto train = synthetic(job.batch_size * job.max_steps);
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == job.max_steps);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  auto* lost = find_event(r, "lost_during_deployment");
+  REQUIRE(lost);
+  CHECK((*lost)["node"] == "node3");
+  REQUIRE(r.plan.num_stages() == 2);
+  CHECK(r.plan.stages[1].devices == std::vector<int>{2});
+  CHECK(r.plan.stages[1].shares == std::vector<int64_t>{8});
+}
+
 TEST_CASE("a hung (SIGSTOP) node is detected within interval x misses + 1 s "
           "and the job goes on without it") {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},

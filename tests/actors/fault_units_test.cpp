@@ -159,6 +159,24 @@ TEST_CASE("job file: every fault action is known, and an unknown one is "
                     Catch::Contains("node 2 is not in 'nodes' (2 nodes)"));
 }
 
+TEST_CASE("job file: a fault fires during a step by default, or during a "
+          "recovery or the first deployment, and any other 'when' is named") {
+  json job{{"model", "mlp"},
+           {"nodes", {"127.0.0.1:1", "127.0.0.1:2"}},
+           {"planner", "asteroid"}};
+  job["faults"] = {{{"step", 2}, {"node", 1}}};
+  CHECK(actors::parse_job(job, "j.json").faults.at(0).when == "step");
+  job["faults"][0]["when"] = "recovery";
+  CHECK(actors::parse_job(job, "j.json").faults.at(0).when == "recovery");
+  job["faults"][0]["when"] = "start";
+  CHECK(actors::parse_job(job, "j.json").faults.at(0).when == "start");
+  job["faults"][0]["when"] = "later";
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("faults[0]")
+                      && Catch::Contains("when 'later' is not one of step, "
+                                         "recovery, start"));
+}
+
 TEST_CASE("set_interface_up names the interface it could not change") {
   CHECK_THAT(actors::set_interface_up("asteroid-none0", false),
              Catch::Contains("'asteroid-none0' down"));

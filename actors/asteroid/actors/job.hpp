@@ -66,6 +66,12 @@ struct fault_spec {
   /// (`asteroid node --link-interface`, set by the emulated testbed).
   std::string action = "kill";
   double slowdown = 1.0;
+  /// "step": while `step` runs (`delay_ms` after its start). "recovery": as
+  /// the first recovery of a failure at `step` or later starts deploying
+  /// its plan: a second loss in the middle of a recovery, as when devices on
+  /// one power strip go down one by one. "start": as the job first deploys
+  /// (before step 0). `delay_ms` counts for "step" only.
+  std::string when = "step";
 };
 
 /// A training job (the `asteroid job --config` file; see docs/runtime.md).
