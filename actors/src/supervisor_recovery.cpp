@@ -122,11 +122,15 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
       src.inventories = inventories();
       src.version = newest_complete_version(
         src.inventories, static_cast<int>(model_->size()), failed_step);
-      if (src.version < 0)
+      if (src.version < 0) {
+        std::vector<std::string> gone;
+        for (int d : dead_)
+          gone.push_back(name_of(d));
         throw std::runtime_error("cannot recover from the loss of "
-                                 + json(names).dump()
+                                 + json(gone).dump()
                                  + ": no live device holds a replica of every "
                                    "layer");
+      }
       if (mode == "replay" || mode == "replay_no_rebalance") {
         auto prof = known_profile();
         // replay_no_rebalance is the Figure-17 baseline: nobody re-schedules
