@@ -123,6 +123,9 @@ private:
            && ft().recovery != "none";
   }
   void fault_event(const std::string& event, json rec, int device = -1);
+  /// Device `d` went away outside a step: dead from now on, reported as
+  /// `event` with `rec` (the node's name is added).
+  void mark_lost(int d, const std::string& event, json rec);
 
   // -- planning --
   void read_capabilities();

@@ -96,11 +96,7 @@ void supervisor::settle_abandoned(int64_t step) {
         auto [d, why] = device_down(dm);
         if (d < 0 || dead_.count(d))
           return;
-        dead_.insert(d);
-        if (!heartbeats_.dead(d))
-          heartbeats_.mark_dead(d);
-        fault_event("lost_during_deployment",
-                    {{"node", name_of(d)}, {"step", step}, {"reason", why}}, d);
+        mark_lost(d, "lost_during_deployment", {{"step", step}, {"reason", why}});
       },
       // Replies to deploy and fetch (the shapes ask() waits for).
       caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
@@ -125,6 +121,14 @@ void supervisor::settle_abandoned(int64_t step) {
   abandoned_.clear();
 }
 
+void supervisor::mark_lost(int d, const std::string& event, json rec) {
+  dead_.insert(d);
+  if (!heartbeats_.dead(d))
+    heartbeats_.mark_dead(d);
+  rec["node"] = name_of(d);
+  fault_event(event, std::move(rec), d);
+}
+
 state_source supervisor::deploy_surviving(
   const std::function<std::pair<planner::plan, state_source>()>& make,
   int64_t step) {
@@ -139,12 +143,8 @@ state_source supervisor::deploy_surviving(
     } catch (const device_lost& e) {
       stop_replicas();
       ++generation_; // what the half-deployed replicas still send is stale
-      dead_.insert(e.device);
-      if (!heartbeats_.dead(e.device))
-        heartbeats_.mark_dead(e.device);
-      fault_event("lost_during_deployment",
-                  {{"node", name_of(e.device)}, {"step", step}, {"reason", e.what()}},
-                  e.device);
+      mark_lost(e.device, "lost_during_deployment",
+                {{"step", step}, {"reason", e.what()}});
       settle_abandoned(step);
       drain_losses(step);
     }
@@ -337,9 +337,7 @@ std::map<int, json> supervisor::inventories() {
   auto drop = [&](int d, const std::string& why) {
     if (!waiting.erase(d))
       return;
-    dead_.insert(d);
-    heartbeats_.mark_dead(d);
-    fault_event("lost_during_recovery", {{"node", name_of(d)}, {"reason", why}}, d);
+    mark_lost(d, "lost_during_recovery", {{"reason", why}});
   };
   while (!waiting.empty()) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
