@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <limits>
 #include <unistd.h>
@@ -52,29 +53,55 @@ std::pair<std::string, uint16_t> parse_endpoint(const std::string& text) {
 
 caf::actor connect(caf::actor_system& sys, const std::string& host,
                    uint16_t port, std::chrono::milliseconds timeout) {
+  // CAF 0.17.6 opens the client side of a BASP connection with `last_seen`
+  // at the clock's epoch and sets it only when the server's handshake
+  // arrives, so a heartbeat tick in between drops a healthy connection with
+  // connection_timeout. A handshake spans a tick whenever it is slow (a
+  // loaded host, a long link), so that drop is retried while time is left.
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + timeout;
   caf::scoped_actor self{sys};
   caf::actor result;
   std::string error;
-  self
-    ->request(sys.middleman().actor_handle(), timeout,
-              caf::connect_atom::value, host, port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& p,
-          const std::set<std::string>&) {
-        if (p)
-          result = caf::actor_cast<caf::actor>(std::move(p));
-        else
-          error = "no actor published there";
-      },
-      [&](caf::error& e) {
-        error = e == caf::sec::request_timeout
-                  ? "no answer within " + std::to_string(timeout.count())
-                      + " ms"
-                  : sys.render(e);
-      });
-  if (!result)
+  int dropped = 0;
+  for (int attempt = 1; !result; ++attempt) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - clock::now());
+    bool dropped_in_handshake = false;
+    self
+      ->request(sys.middleman().actor_handle(),
+                std::max(left, std::chrono::milliseconds(1)),
+                caf::connect_atom::value, host, port)
+      .receive(
+        [&](const caf::node_id&, caf::strong_actor_ptr& p,
+            const std::set<std::string>&) {
+          if (p)
+            result = caf::actor_cast<caf::actor>(std::move(p));
+          else
+            error = "no actor published there";
+        },
+        [&](caf::error& e) {
+          dropped_in_handshake = e == caf::sec::connection_timeout;
+          error = e == caf::sec::request_timeout
+                    ? "no answer within " + std::to_string(timeout.count())
+                        + " ms"
+                    : sys.render(e);
+        });
+    dropped += dropped_in_handshake;
+    if (result || !dropped_in_handshake || clock::now() >= deadline)
+      break;
+    spdlog::warn("connecting to {}:{}: handshake dropped by CAF's heartbeat "
+                 "tick (attempt {}), retrying",
+                 host, port, attempt);
+  }
+  if (!result) {
+    if (dropped > 0)
+      error += " (" + std::to_string(dropped)
+               + " handshakes dropped at CAF's heartbeat tick: each took "
+                 "longer than one tick)";
     throw std::runtime_error("cannot connect to node " + host + ":"
                              + std::to_string(port) + ": " + error);
+  }
   return result;
 }
 
@@ -520,6 +547,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       args.push_back(std::to_string(opts_.link_rate_mbps));
     }
     auto log = log_path(i);
+    // The wait below looks for "listening on" in this file: a previous
+    // cluster's log on the same port must not be read before the node
+    // truncates it.
+    ::unlink(log.c_str());
     auto parent = ::getpid();
     auto pid = ::fork();
     if (pid < 0) {

@@ -77,14 +77,13 @@ tb_wait() {
   say "testbed exited with status $tb_status"
 }
 
-# Waits until `file` has `lines` lines matching `pattern` (at most `timeout` s). Returns 2 if
-# the testbed exits first with the known CAF connect race (see connect_race), fails otherwise.
+# Waits until `file` has `lines` lines matching `pattern` (at most `timeout` s); fails if the
+# testbed exits first.
 wait_for_lines() {
   local file=$1 pattern=$2 lines=$3 timeout=$4 i
   for (( i = 0; i < timeout * 10; ++i )); do
     if [[ -f $file ]] && (( $(grep -c -- "$pattern" "$file" || true) >= lines )); then return 0; fi
     if ! kill -0 "$tb_pid" 2>/dev/null; then
-      connect_race && return 2
       cat "$tmp/testbed.out" >&2
       fail "testbed exited early"
     fi
@@ -94,42 +93,19 @@ wait_for_lines() {
   fail "no $lines lines matching '$pattern' in $file after $timeout s"
 }
 
-# True when the run failed because a BASP handshake took longer than CAF's heartbeat tick
-# (CAF 0.17.6 drops such connections with connection_timeout; seen on a loaded 2-core host).
-# That is a runtime issue, not the testbed's: the tests check the cleanup and retry once.
-connect_race() { grep -q "system_error(connection_timeout)" "$tmp/testbed.out"; }
-
-# tb_start + tb_wait, retried once after the known connect race.
+# tb_start + tb_wait.
 tb_run() {
-  local attempt
-  for attempt in 1 2; do
-    tb_start "$@"
-    tb_wait 200
-    if (( tb_status != 0 && attempt == 1 )) && connect_race; then
-      assert_clean "$tb_pid"
-      say "KNOWN ISSUE: CAF connect race (system_error(connection_timeout)): retrying once"
-      continue
-    fi
-    return 0
-  done
+  tb_start "$@"
+  tb_wait 200
 }
 
-# tb_start, then waits for `lines` iterations in the metrics file `file`; retried once after
-# the known connect race.
+# tb_start, then waits for `lines` iterations in the metrics file `file`.
 tb_start_job() {
-  local file=$1 lines=$2 attempt code
+  local file=$1 lines=$2
   shift 2
-  for attempt in 1 2; do
-    rm -f "$file"
-    tb_start "$@"
-    code=0
-    wait_for_lines "$file" '"iteration"' "$lines" 150 || code=$?
-    (( code == 0 )) && return 0
-    tb_wait 30
-    assert_clean "$tb_pid"
-    (( attempt == 1 )) || fail "the job failed twice: $(grep -m1 error "$tmp/testbed.out")"
-    say "KNOWN ISSUE: CAF connect race (system_error(connection_timeout)): retrying once"
-  done
+  rm -f "$file"
+  tb_start "$@"
+  wait_for_lines "$file" '"iteration"' "$lines" 150
 }
 
 # The pids of the processes in device i's namespace.

@@ -110,8 +110,10 @@ struct net_options {
 void configure(caf::actor_system_config& cfg, const net_options& net = {});
 
 /// `remote_actor` with a timeout (CAF 0.17's own blocks forever on a peer
-/// that accepts TCP but never answers the handshake). Throws
-/// std::runtime_error naming `host:port` on failure or timeout.
+/// that accepts TCP but never answers the handshake). A handshake that CAF
+/// drops at a heartbeat tick (connection_timeout) is tried again until
+/// `timeout` is spent. Throws std::runtime_error naming `host:port` on
+/// failure or timeout.
 caf::actor connect(caf::actor_system& sys, const std::string& host,
                    uint16_t port, std::chrono::milliseconds timeout);
 
