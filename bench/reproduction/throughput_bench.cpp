@@ -168,10 +168,8 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
   auto plan_names = split_list(planners);
-  std::map<std::string, planner::model_profile> profiles;
   std::map<std::string, std::shared_ptr<data::dataset>> data;
   for (auto& m : split_list(models)) {
-    profiles.emplace(m, profile(m, batch));
     data::dataset_options d;
     d.count = batch * (warmup + steps);
     d.shape = {3, 32, 32};
@@ -190,6 +188,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %zu devices, dilation %.2f (links paced to %.1f Mbit/s)\n",
                    name.c_str(), c.devices.size(), D, o.link_rate_mbps);
       actors::local_cluster cluster{o};
+      // Profiled again for every environment, with its nodes started: the
+      // host's speed drifts over a run of many minutes (one early profile was
+      // 15 % faster than every on-device run after it), and the planner's
+      // inputs should be measured in the conditions its plans run in, as
+      // Asteroid profiles at the start of each job.
+      std::map<std::string, planner::model_profile> profiles;
+      for (auto& m : data) {
+        auto& prof = profiles.emplace(m.first, profile(m.first, batch)).first->second;
+        double step_s = 0;
+        for (auto& l : prof.layers)
+          step_s += l.forward_s.back() + l.backward_s.back();
+        std::fprintf(stderr, "  profiled %s: forward + backward %.1f ms at batch %lld\n",
+                     m.first.c_str(), step_s * 1e3, static_cast<long long>(batch));
+      }
       // Fresh node processes run their first jobs slower (heap growth, lazy
       // initialisation: the same plan measured 62-74 samples/s first and
       // 87-88 later). One untimed run of data parallelism over every device
