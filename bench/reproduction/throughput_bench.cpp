@@ -281,12 +281,14 @@ int main(int argc, char** argv) {
     std::printf("| %s | %d | %s | %.2f |", first.env.c_str(), first.mbps, first.model.c_str(),
                 first.dilation);
     wide << first.env << "-" << first.mbps << "-" << first.model;
+    // The planner whose run a row's number comes from.
+    auto run_of = [](const row& r) { return r.same_as.empty() ? r.planner : r.same_as; };
     double ours = 0;
-    std::string asteroid_same_as;
+    std::string our_run;
     for (size_t k = 0; k < plan_names.size(); ++k)
       if (rows[i + k].planner == "asteroid") {
         ours = rows[i + k].measured;
-        asteroid_same_as = rows[i + k].same_as;
+        our_run = run_of(rows[i + k]);
       }
     std::string speedups;
     bool won = true, tied = false;
@@ -313,8 +315,7 @@ int main(int argc, char** argv) {
       if (r.planner != "asteroid" && r.error.empty() && ours > 0 && r.measured > 0) {
         char cell[48];
         std::snprintf(cell, sizeof cell, "%.2fx", ours / r.measured);
-        bool same_plan = r.planner == asteroid_same_as || r.same_as == "asteroid"
-                         || (!r.same_as.empty() && r.same_as == asteroid_same_as);
+        bool same_plan = run_of(r) == our_run;
         speedups += (speedups.empty() ? "" : ", ") + r.planner + " " + cell
                     + (same_plan ? " (same plan)" : "");
         tied = tied || same_plan;

@@ -74,6 +74,17 @@ actors::job_result run_and_compare(actors::job_spec job, int nodes,
   return r;
 }
 
+/// cnn (conv1, conv2, fc1, classifier) over 4 devices: stage 0 on devices 0
+/// and 1 (5 + 3 rows), fc1 on device 2, the classifier on device 3.
+actors::job_spec cnn_three_stage_job() {
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {5, 3}},
+                                              {2, 3, {2}, {8}},
+                                              {3, 4, {3}, {8}}}));
+  job.optimizer.lr = 0.02;
+  job.max_steps = 16;
+  return job;
+}
+
 } // namespace
 
 TEST_CASE("a killed device of a replicated stage: the job finishes with the "
@@ -112,13 +123,9 @@ TEST_CASE("a killed device that is a whole stage: its layers merge into the "
 TEST_CASE("two devices lost at once recover too (cnn, 4 processes)") {
   auto step = random_step(2, 12);
   INFO("kill at step " << step);
-  // cnn: conv1, conv2, fc1, classifier. Device 1 (stage 0 member) and device
-  // 3 (all of stage 2) die together; neither holds the other's replica.
-  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {5, 3}},
-                                              {2, 3, {2}, {8}},
-                                              {3, 4, {3}, {8}}}));
-  job.optimizer.lr = 0.02;
-  job.max_steps = 16;
+  // Device 1 (stage 0 member) and device 3 (all of stage 2) die together;
+  // neither holds the other's replica.
+  auto job = cnn_three_stage_job();
   job.faults = {fault(1, step, "kill", 10), fault(3, step, "kill", 10)};
   auto r = run_and_compare(job, 4, 27420, "two killed, step "
                                             + std::to_string(step));
@@ -133,14 +140,10 @@ TEST_CASE("a device lost while a recovery deploys: the recovery plans again "
           "(cnn, 4 processes)") {
   auto step = random_step(2, 12);
   INFO("first kill at step " << step);
-  // The plan of the case above. Device 1 dies in a step; device 3 dies as
-  // the recovery starts deploying the patched plan, which still holds it,
-  // so the deployment (not the inventory round before it) loses it.
-  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {5, 3}},
-                                              {2, 3, {2}, {8}},
-                                              {3, 4, {3}, {8}}}));
-  job.optimizer.lr = 0.02;
-  job.max_steps = 16;
+  // Device 1 dies in a step; device 3 dies as the recovery starts deploying
+  // the patched plan, which still holds it, so the deployment (not the
+  // inventory round before it) loses it.
+  auto job = cnn_three_stage_job();
   auto second = fault(3, step, "kill");
   second.when = "recovery";
   job.faults = {fault(1, step, "kill", 10), second};
