@@ -18,6 +18,7 @@
 #include <limits>
 #include <unistd.h>
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -122,6 +123,8 @@ struct device_state {
   device_options opts;
   std::shared_ptr<data_plane> dp;
   std::vector<caf::actor> replicas;
+  /// Workers building a replica (deploy): only they may hand one over.
+  std::set<caf::actor_addr> deployers;
   snapshot_store store;
 };
 
@@ -361,35 +364,63 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       for (auto& r : self->state.replicas)
         self->send(r, slow_atom::value, permille);
     },
-    [=](deploy_atom, const std::string& spec_json, const std::string& state)
-      -> std::tuple<std::string, caf::actor> {
+    [=](deploy_atom, const std::string& spec_json, std::string& state)
+      -> caf::response_promise {
+      // Building a replica (the model, its state) can take seconds on a
+      // small device: a worker does it, so this device keeps answering
+      // heartbeats and a supervisor that watches them during a deployment
+      // does not take a busy node for a hung one.
+      auto rp = self->make_response_promise();
+      const auto& name = self->state.opts.name;
+      auto failed = [rp, name](const std::string& why) mutable {
+        spdlog::error("{}: deploy failed: {}", name, why);
+        rp.deliver(std::string("deploy on ") + name + ": " + why, caf::actor{});
+      };
+      replica_spec spec;
       try {
         auto j = nlohmann::json::parse(spec_json);
-        auto spec = replica_spec_from_json(j);
+        spec = replica_spec_from_json(j);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
-        std::string from_store;
         auto version = j.value("restore_version", int64_t{-1});
         if (state.empty() && version >= 0)
-          from_store = self->state.store.assemble(spec.first_layer,
-                                                  spec.end_layer, version);
-        auto r = spawn_replica(self->system(), spec,
-                               from_store.empty() ? state : from_store,
-                               caf::actor_cast<caf::actor>(self),
-                               self->state.dp);
-        self->state.replicas.push_back(r);
-        spdlog::info("{}: deployed {} (layers [{}, {}), share {})",
-                     self->state.opts.name, spec.label, spec.first_layer,
-                     spec.end_layer, spec.shares[spec.replica]);
-        return {std::string{}, r};
+          state = self->state.store.assemble(spec.first_layer, spec.end_layer,
+                                             version);
       } catch (const std::exception& e) {
-        spdlog::error("{}: deploy failed: {}", self->state.opts.name,
-                      e.what());
-        return {std::string("deploy on ") + self->state.opts.name + ": "
-                  + e.what(),
-                caf::actor{}};
+        failed(e.what());
+        return rp;
       }
+      auto home = caf::actor_cast<caf::actor>(self);
+      auto worker = self->system().spawn<caf::detached>(
+        [=, state = std::move(state), dp = self->state.dp](
+          caf::event_based_actor* w) mutable {
+          try {
+            auto r = spawn_replica(w->system(), spec, state, home, dp);
+            // Adopted before the supervisor hears of it: whatever it asks
+            // this device next sees the replica.
+            w->send(home, adopt_atom::value, r);
+            spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
+                         spec.label, spec.first_layer, spec.end_layer,
+                         spec.shares[spec.replica]);
+            rp.deliver(std::string{}, r);
+          } catch (const std::exception& e) {
+            w->send(home, adopt_atom::value, caf::actor{});
+            failed(e.what());
+          }
+        });
+      self->state.deployers.insert(worker.address());
+      return rp;
+    },
+    [=](adopt_atom, const caf::actor& replica) {
+      auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      if (self->state.deployers.erase(from) == 0) {
+        spdlog::error("{}: ignored a replica handed over by a stranger",
+                      self->state.opts.name);
+        return;
+      }
+      if (replica)
+        self->state.replicas.push_back(replica);
     },
     [=](link_atom, const std::string& host, uint16_t port) -> std::string {
       try {

@@ -181,6 +181,8 @@ private:
                          const data::batch* next, std::vector<json>& reports);
   void feed(int64_t step, const data::batch& batch);
   void ping_all(clock::time_point now);
+  /// A device answered heartbeat `seq` (round * 4096 + device).
+  void heartbeat_answered(int64_t seq);
   void inject(const fault_spec& f);
   /// Injects the faults scripted for `when` ("recovery", "start") whose
   /// step is at most `step`, once each.

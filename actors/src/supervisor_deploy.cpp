@@ -40,32 +40,52 @@ template <class... Reply, class... Ts>
 caf::message supervisor::ask(int d, milliseconds timeout, const std::string& what,
                              const Ts&... xs) {
   // A plain send: the node's answer comes back as an ordinary message, so
-  // one receive sees it and a down message alike.
+  // one receive sees it and a down message alike. Heartbeats go on
+  // meanwhile: a node that hangs (SIGSTOP, a silent cut) keeps its
+  // connection open, and without them a deployment would wait for the
+  // whole timeout and then fail the job. Nodes answer heartbeats while they
+  // build a replica (node.cpp), so a busy node is not taken for a hung one.
   auto from = caf::actor_cast<caf::strong_actor_ptr>(devices_[d]);
   self_->send(devices_[d], xs...);
   auto deadline = clock::now() + timeout;
+  heartbeats_.catch_up(clock::now());
   std::optional<caf::message> reply;
   std::pair<int, std::string> gone{-1, {}};
   while (!reply) {
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - clock::now());
+    auto now = clock::now();
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (left.count() <= 0)
       throw std::runtime_error(what + ": no answer from node " + who(d) + " within "
                                + std::to_string(timeout.count()) + " ms");
-    self_->receive(
-      [&](caf::down_msg& dm) {
-        auto down = device_down(dm);
-        if (down.first >= 0 && !dead_.count(down.first))
-          gone = down;
-      },
-      // Anything else waits for the step loop (late reports, heartbeats).
-      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
-        if (self_->current_sender() != from
-            || !x.content().template match_elements<Reply...>())
-          return caf::skip;
-        reply = x.move_content_to_message();
-        return caf::message{};
-      },
-      caf::after(left) >> [] {});
+    if (heartbeats_.due(now))
+      ping_all(now);
+    // Further silent devices stay marked in the monitor: drain_losses
+    // takes them before the next plan.
+    for (int x : heartbeats_.newly_dead(now))
+      if (gone.first < 0 && !dead_.count(x))
+        gone = {x, "no heartbeat for " + std::to_string(heartbeats_.tolerance().count())
+                     + " ms"};
+    auto wait = std::max(milliseconds(1),
+                         std::min(left, std::chrono::duration_cast<milliseconds>(
+                                          heartbeats_.next_ping() - now)));
+    if (gone.first < 0) {
+      self_->receive(
+        [&](caf::down_msg& dm) {
+          auto down = device_down(dm);
+          if (down.first >= 0 && !dead_.count(down.first))
+            gone = down;
+        },
+        [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
+        // Anything else waits for the step loop (late reports).
+        caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
+          if (self_->current_sender() != from
+              || !x.content().template match_elements<Reply...>())
+            return caf::skip;
+          reply = x.move_content_to_message();
+          return caf::message{};
+        },
+        caf::after(wait) >> [] {});
+    }
     if (gone.first >= 0) {
       if (gone.first != d)
         ++abandoned_[d]; // d still answers, later
@@ -126,6 +146,8 @@ void supervisor::mark_lost(int d, const std::string& event, json rec) {
   if (!heartbeats_.dead(d))
     heartbeats_.mark_dead(d);
   rec["node"] = name_of(d);
+  if (injected_at_.count(d))
+    rec["detect_s"] = seconds_between(injected_at_[d], clock::now());
   fault_event(event, std::move(rec), d);
 }
 

@@ -54,6 +54,16 @@ void supervisor::drain_losses(int64_t step) {
         return caf::message{};
       },
       caf::after(milliseconds(0)) >> [&] { more = false; });
+  // Silent devices the heartbeat monitor gave up on while the supervisor
+  // waited for another one (supervisor::ask reports one loss at a time).
+  for (size_t d = 0; d < devices_.size(); ++d)
+    if (heartbeats_.dead(static_cast<int>(d)) && dead_.insert(static_cast<int>(d)).second)
+      fault_event("detected",
+                  {{"node", name_of(static_cast<int>(d))},
+                   {"step", step},
+                   {"reason", "no heartbeat for "
+                                + std::to_string(heartbeats_.tolerance().count()) + " ms"}},
+                  static_cast<int>(d));
 }
 
 namespace {

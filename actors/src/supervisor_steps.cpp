@@ -30,6 +30,20 @@ void supervisor::ping_all(clock::time_point now) {
                 round * 4096 + static_cast<int64_t>(d));
 }
 
+void supervisor::heartbeat_answered(int64_t seq) {
+  auto d = static_cast<int>(seq % 4096);
+  if (d < 0 || d >= static_cast<int>(devices_.size()))
+    return;
+  if (heartbeats_.dead(d)) {
+    if (!returned_.count(d) && seq / 4096 == hb_round_) {
+      returned_.insert(d);
+      fault_event("answering_again", {{"node", name_of(d)}}, d);
+    }
+    return;
+  }
+  heartbeats_.answered(d, seq / 4096, clock::now());
+}
+
 namespace {
 
 /// Why fault `f` cannot be injected into a node with capabilities `caps`
@@ -208,19 +222,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         if (gen == generation_)
           failure = what;
       },
-      [&](heartbeat_atom, int64_t seq) {
-        auto d = static_cast<int>(seq % 4096);
-        if (d < 0 || d >= static_cast<int>(devices_.size()))
-          return;
-        if (heartbeats_.dead(d)) {
-          if (!returned_.count(d) && seq / 4096 == hb_round_) {
-            returned_.insert(d);
-            fault_event("answering_again", {{"node", name_of(d)}}, d);
-          }
-          return;
-        }
-        heartbeats_.answered(d, seq / 4096, clock::now());
-      },
+      [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
       [&](caf::down_msg& dm) {
         auto [d, why] = device_down(dm);
         if (d >= 0)
