@@ -159,16 +159,28 @@ TEST_CASE("a device lost while a recovery deploys: the recovery plans again "
   CHECK(r.plan.stages[1].end_layer == 4);
 }
 
-TEST_CASE("a device lost during the first deployment: the plan is patched "
-          "around it before step 0 (mlp, 4 processes)") {
+TEST_CASE("a device lost during the first deployment, killed or hung "
+          "(SIGSTOP): the plan is patched around it before step 0 (mlp, 4 "
+          "processes)") {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2, 3}, {6, 2}}}));
   auto at_start = fault(3, 0, "kill");
   at_start.when = "start";
+  uint16_t port = 27475;
+  SECTION("killed: its connection closes") {}
+  SECTION("hung: found by heartbeats within interval x misses + 1 s, not by "
+          "the deployment's timeout") {
+    at_start.action = "stop";
+    job.fault_tolerance.heartbeat_ms = 200;
+    job.fault_tolerance.heartbeat_misses = 3;
+    port = 27500;
+  }
   job.faults = {at_start};
-  actors::local_cluster cluster{cluster_options(4, 27475)};
+  actors::local_cluster cluster{cluster_options(4, port)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
+  if (at_start.action == "stop")
+    ::kill(cluster.pids()[3], SIGCONT); // let it exit cleanly
   CHECK(r.steps == job.max_steps);
   auto diff = max_abs_diff(r.model, reference(job, *train));
   INFO("max abs diff " << diff);
@@ -179,37 +191,13 @@ TEST_CASE("a device lost during the first deployment: the plan is patched "
   REQUIRE(r.plan.num_stages() == 2);
   CHECK(r.plan.stages[1].devices == std::vector<int>{2});
   CHECK(r.plan.stages[1].shares == std::vector<int64_t>{8});
-}
-
-TEST_CASE("a node hung (SIGSTOP) during the first deployment is found by "
-          "heartbeats within interval x misses + 1 s, not by the deployment's "
-          "timeout, and the plan is patched around it (mlp, 4 processes)") {
-  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
-                                               {2, 3, {2, 3}, {6, 2}}}));
-  job.fault_tolerance.heartbeat_ms = 200;
-  job.fault_tolerance.heartbeat_misses = 3;
-  auto at_start = fault(3, 0, "stop");
-  at_start.when = "start";
-  job.faults = {at_start};
-  actors::local_cluster cluster{cluster_options(4, 27500)};
-  auto train = synthetic(job.batch_size * job.max_steps);
-  auto r = run_on_cluster(job, cluster, train);
-  ::kill(cluster.pids()[3], SIGCONT); // let it exit cleanly
-  CHECK(r.steps == job.max_steps);
-  auto diff = max_abs_diff(r.model, reference(job, *train));
-  INFO("max abs diff " << diff);
-  CHECK(diff < 1e-4);
-  auto* lost = find_event(r, "lost_during_deployment");
-  REQUIRE(lost);
-  CHECK((*lost)["node"] == "node3");
-  CHECK_THAT((*lost)["reason"].get<std::string>(), Catch::Contains("no heartbeat"));
-  auto detect_s = lost->value("detect_s", 99.0);
-  std::printf("[sigstop at deployment] detected after %.3f s (bound %.3f s)\n",
-              detect_s, 0.2 * 3 + 1.0);
-  CHECK(detect_s <= 0.2 * 3 + 1.0);
-  REQUIRE(r.plan.num_stages() == 2);
-  CHECK(r.plan.stages[1].devices == std::vector<int>{2});
-  CHECK(r.plan.stages[1].shares == std::vector<int64_t>{8});
+  if (at_start.action == "stop") {
+    CHECK_THAT((*lost)["reason"].get<std::string>(), Catch::Contains("no heartbeat"));
+    auto detect_s = lost->value("detect_s", 99.0);
+    std::printf("[sigstop at deployment] detected after %.3f s (bound %.3f s)\n",
+                detect_s, 0.2 * 3 + 1.0);
+    CHECK(detect_s <= 0.2 * 3 + 1.0);
+  }
 }
 
 TEST_CASE("a hung (SIGSTOP) node is detected within interval x misses + 1 s "
@@ -298,8 +286,11 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
                                                {2, 3, {2}, {8}}}));
   job.planner = "asteroid"; // re-planning on re-join needs the planner
   job.max_steps = 16;
-  job.fault_tolerance.heartbeat_ms = 150;
-  job.fault_tolerance.heartbeat_misses = 3;
+  // 450 ms (150 x 3) once took a healthy node1 for dead in its first step
+  // while CI ran another 4-node test beside this one; detection speed is
+  // tested elsewhere, this test is about the re-join.
+  job.fault_tolerance.heartbeat_ms = 200;
+  job.fault_tolerance.heartbeat_misses = 4;
   job.faults = {fault(1, 3, "stop", 10), fault(1, 8, "cont", 0)};
   actors::local_cluster cluster{cluster_options(3, 27470)};
   auto train = synthetic(job.batch_size * job.max_steps);
