@@ -16,9 +16,9 @@
 #include <chrono>
 #include <csignal>
 #include <limits>
+#include <map>
 #include <unistd.h>
 #include <cstdio>
-#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -123,10 +123,44 @@ struct device_state {
   device_options opts;
   std::shared_ptr<data_plane> dp;
   std::vector<caf::actor> replicas;
-  /// Workers building a replica (deploy): only they may hand one over.
-  std::set<caf::actor_addr> deployers;
+  /// Builds the replicas deployed here (replica_builder), so that this
+  /// actor keeps answering heartbeats meanwhile.
+  caf::actor builder;
+  /// Deployments the builder works on, by number: answered when it is done.
+  std::map<int64_t, caf::response_promise> deploying;
+  int64_t deploys = 0;
   snapshot_store store;
 };
+
+/// Builds replicas for a device, one deployment after another, on a thread
+/// that lives as long as the device: building a replica (the model, its
+/// state) can take seconds on a small device, and a device actor that did
+/// it itself would not answer heartbeats, so a supervisor that watches them
+/// during a deployment would take a busy node for a hung one. One long-lived
+/// thread, not one per deployment: a fresh thread made a recovery's
+/// deployment 30-100 ms slower (fault_bench, replay). The device answers the
+/// supervisor (its replies must come from the device it asked).
+caf::behavior replica_builder(caf::event_based_actor* self, caf::actor home,
+                              std::shared_ptr<data_plane> dp, std::string name) {
+  return {
+    [=](deploy_atom, int64_t id, const std::string& spec_json,
+        const std::string& state)
+      -> std::tuple<adopt_atom, int64_t, std::string, caf::actor> {
+      try {
+        auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
+        auto r = spawn_replica(self->system(), spec, state, home, dp);
+        spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
+                     spec.label, spec.first_layer, spec.end_layer,
+                     spec.shares[spec.replica]);
+        return {adopt_atom::value, id, std::string{}, r};
+      } catch (const std::exception& e) {
+        spdlog::error("{}: deploy failed: {}", name, e.what());
+        return {adopt_atom::value, id, "deploy on " + name + ": " + e.what(),
+                caf::actor{}};
+      }
+    },
+  };
+}
 
 /// Fastest of `repeats` round trips `echo(bytes)` for a 1-byte payload and
 /// for a `bytes`-sized one (negative: an echo was lost). The two sizes take
@@ -175,6 +209,9 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                          device_options opts, std::shared_ptr<data_plane> dp) {
   self->state.opts = opts;
   self->state.dp = dp;
+  // Linked: it goes when the device goes (user_shutdown, kill).
+  self->state.builder = self->spawn<caf::detached + caf::linked>(
+    replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name);
   if (dp)
     dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
   self->set_default_handler(
@@ -366,20 +403,10 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
       -> caf::response_promise {
-      // Building a replica (the model, its state) can take seconds on a
-      // small device: a worker does it, so this device keeps answering
-      // heartbeats and a supervisor that watches them during a deployment
-      // does not take a busy node for a hung one.
       auto rp = self->make_response_promise();
-      const auto& name = self->state.opts.name;
-      auto failed = [rp, name](const std::string& why) mutable {
-        spdlog::error("{}: deploy failed: {}", name, why);
-        rp.deliver(std::string("deploy on ") + name + ": " + why, caf::actor{});
-      };
-      replica_spec spec;
       try {
         auto j = nlohmann::json::parse(spec_json);
-        spec = replica_spec_from_json(j);
+        auto spec = replica_spec_from_json(j);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
@@ -387,40 +414,30 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
         if (state.empty() && version >= 0)
           state = self->state.store.assemble(spec.first_layer, spec.end_layer,
                                              version);
+        auto id = ++self->state.deploys;
+        self->state.deploying.emplace(id, rp);
+        self->send(self->state.builder, deploy_atom::value, id,
+                   to_json(spec).dump(), std::move(state));
       } catch (const std::exception& e) {
-        failed(e.what());
-        return rp;
+        spdlog::error("{}: deploy failed: {}", self->state.opts.name, e.what());
+        rp.deliver(std::string("deploy on ") + self->state.opts.name + ": "
+                     + e.what(),
+                   caf::actor{});
       }
-      auto home = caf::actor_cast<caf::actor>(self);
-      auto worker = self->system().spawn<caf::detached>(
-        [=, state = std::move(state), dp = self->state.dp](
-          caf::event_based_actor* w) mutable {
-          try {
-            auto r = spawn_replica(w->system(), spec, state, home, dp);
-            // Adopted before the supervisor hears of it: whatever it asks
-            // this device next sees the replica.
-            w->send(home, adopt_atom::value, r);
-            spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
-                         spec.label, spec.first_layer, spec.end_layer,
-                         spec.shares[spec.replica]);
-            rp.deliver(std::string{}, r);
-          } catch (const std::exception& e) {
-            w->send(home, adopt_atom::value, caf::actor{});
-            failed(e.what());
-          }
-        });
-      self->state.deployers.insert(worker.address());
       return rp;
     },
-    [=](adopt_atom, const caf::actor& replica) {
-      auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      if (self->state.deployers.erase(from) == 0) {
+    [=](adopt_atom, int64_t id, std::string& err, caf::actor& replica) {
+      auto it = self->state.deploying.find(id);
+      if (self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(self->state.builder)
+          || it == self->state.deploying.end()) {
         spdlog::error("{}: ignored a replica handed over by a stranger",
                       self->state.opts.name);
         return;
       }
       if (replica)
         self->state.replicas.push_back(replica);
+      it->second.deliver(std::move(err), std::move(replica));
+      self->state.deploying.erase(it);
     },
     [=](link_atom, const std::string& host, uint16_t port) -> std::string {
       try {

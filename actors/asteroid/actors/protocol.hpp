@@ -24,7 +24,7 @@
 /// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path` | device | string err, int64 latency_ns, int64 bytes_per_s |
 /// | `ast_echo, string payload`                     | device  | int64 size       |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
-/// | `ast_adopt, actor replica`                     | device  | - (from its own deploy worker only) |
+/// | `ast_adopt, int64 id, string err, actor replica` | device | - (from its own replica builder only) |
 /// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
 /// | `ast_route, int32 role, int32 index, string endpoint` | replica | - (data-plane address of that peer's node) |
 /// | `ast_load, int64 step, string named_tensors`   | replica | -                |
