@@ -132,6 +132,12 @@ struct device_state {
   snapshot_store store;
 };
 
+/// Logs a failed deployment on device `name` and says why, for the supervisor.
+std::string deploy_failure(const std::string& name, const std::string& why) {
+  spdlog::error("{}: deploy failed: {}", name, why);
+  return "deploy on " + name + ": " + why;
+}
+
 /// Builds replicas for a device, one deployment after another, on a thread
 /// that lives as long as the device: building a replica (the model, its
 /// state) can take seconds on a small device, and a device actor that did
@@ -154,9 +160,7 @@ caf::behavior replica_builder(caf::event_based_actor* self, caf::actor home,
                      spec.shares[spec.replica]);
         return {adopt_atom::value, id, std::string{}, r};
       } catch (const std::exception& e) {
-        spdlog::error("{}: deploy failed: {}", name, e.what());
-        return {adopt_atom::value, id, "deploy on " + name + ": " + e.what(),
-                caf::actor{}};
+        return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
       }
     },
   };
@@ -419,10 +423,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
         self->send(self->state.builder, deploy_atom::value, id,
                    to_json(spec).dump(), std::move(state));
       } catch (const std::exception& e) {
-        spdlog::error("{}: deploy failed: {}", self->state.opts.name, e.what());
-        rp.deliver(std::string("deploy on ") + self->state.opts.name + ": "
-                     + e.what(),
-                   caf::actor{});
+        rp.deliver(deploy_failure(self->state.opts.name, e.what()), caf::actor{});
       }
       return rp;
     },

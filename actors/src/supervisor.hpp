@@ -183,6 +183,10 @@ private:
   void ping_all(clock::time_point now);
   /// A device answered heartbeat `seq` (round * 4096 + device).
   void heartbeat_answered(int64_t seq);
+  /// Why a device the heartbeat monitor gave up on is lost.
+  std::string silence_reason() const {
+    return "no heartbeat for " + std::to_string(heartbeats_.tolerance().count()) + " ms";
+  }
   void inject(const fault_spec& f);
   /// Injects the faults scripted for `when` ("recovery", "start") whose
   /// step is at most `step`, once each.

@@ -63,8 +63,7 @@ caf::message supervisor::ask(int d, milliseconds timeout, const std::string& wha
     // takes them before the next plan.
     for (int x : heartbeats_.newly_dead(now))
       if (gone.first < 0 && !dead_.count(x))
-        gone = {x, "no heartbeat for " + std::to_string(heartbeats_.tolerance().count())
-                     + " ms"};
+        gone = {x, silence_reason()};
     auto wait = std::max(milliseconds(1),
                          std::min(left, std::chrono::duration_cast<milliseconds>(
                                           heartbeats_.next_ping() - now)));

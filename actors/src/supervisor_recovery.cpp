@@ -56,14 +56,10 @@ void supervisor::drain_losses(int64_t step) {
       caf::after(milliseconds(0)) >> [&] { more = false; });
   // Silent devices the heartbeat monitor gave up on while the supervisor
   // waited for another one (supervisor::ask reports one loss at a time).
-  for (size_t d = 0; d < devices_.size(); ++d)
-    if (heartbeats_.dead(static_cast<int>(d)) && dead_.insert(static_cast<int>(d)).second)
+  for (int d = 0; d < static_cast<int>(devices_.size()); ++d)
+    if (heartbeats_.dead(d) && dead_.insert(d).second)
       fault_event("detected",
-                  {{"node", name_of(static_cast<int>(d))},
-                   {"step", step},
-                   {"reason", "no heartbeat for "
-                                + std::to_string(heartbeats_.tolerance().count()) + " ms"}},
-                  static_cast<int>(d));
+                  {{"node", name_of(d)}, {"step", step}, {"reason", silence_reason()}}, d);
 }
 
 namespace {

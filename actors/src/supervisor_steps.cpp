@@ -195,8 +195,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
     if (heartbeats_.due(now))
       ping_all(now);
     for (int d : heartbeats_.newly_dead(now))
-      lose(d, "no heartbeat for "
-                + std::to_string(heartbeats_.tolerance().count()) + " ms");
+      lose(d, silence_reason());
     if (!lost.empty())
       break;
     if (now >= deadline) {
