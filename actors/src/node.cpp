@@ -30,6 +30,14 @@ void configure(caf::actor_system_config& cfg, const net_options& net) {
   cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
   cfg.set("middleman.connection-timeout",
           caf::timespan{net.connection_timeout});
+  // An idle CAF worker polls its queue every 50 us for 500 rounds before it
+  // sleeps on a condition variable. A node gets a message every few ms, so
+  // its workers rarely got that far and woke about 20 000 times a second,
+  // preempting the compute thread on their core (100-340 involuntary context
+  // switches per stage backward pass in throughput_bench traces; 20-70
+  // without this phase). An idle worker now sleeps until a message is
+  // enqueued for it, which wakes it through its condition variable.
+  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
 }
 
 std::pair<std::string, uint16_t> parse_endpoint(const std::string& text) {

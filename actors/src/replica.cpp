@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <ctime>
+
+#include <sys/resource.h>
 #include <map>
 #include <mutex>
 #include <set>
@@ -286,8 +288,12 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   auto t0 = std::chrono::steady_clock::now();
   auto cpu0 = thread_cpu_s();
   auto start_us = wall_us();
+  rusage ru0{};
+  ::getrusage(RUSAGE_THREAD, &ru0);
   f();
   auto cpu = thread_cpu_s() - cpu0;
+  rusage ru1{};
+  ::getrusage(RUSAGE_THREAD, &ru1);
   auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
               .count();
   auto device_s = dt; // what the device took
@@ -301,7 +307,11 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   st.busy_s += device_s;
   st.events.push_back({{"name", name}, {"ts", start_us},
                        {"dur", std::max(dt, device_s) * 1e6},
-                       {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3}});
+                       {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3},
+                       {"minflt", ru1.ru_minflt - ru0.ru_minflt},
+                       {"nivcsw", ru1.ru_nivcsw - ru0.ru_nivcsw},
+                       {"sys_ms", (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3
+                                    + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-3}});
 }
 
 /// Sends `bytes` to peer (`role`, `index`) = `to`: on the data plane when the

@@ -259,13 +259,21 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"idle_s", std::max(0.0, wall - rep["busy_s"].get<double>())},
                     {"max_unacked", rep["max_unacked"]}});
     if (step < job_.trace_steps)
-      for (auto& ev : rep["events"])
+      for (auto& ev : rep["events"]) {
+        // What the replica measured besides name and span goes to the args.
+        std::map<std::string, planner::trace_arg> args{{"step", step}};
+        for (auto& [k, v] : ev.items())
+          if (k == "ts" || k == "dur")
+            continue;
+          else if (v.is_number_integer())
+            args[k] = v.get<int64_t>();
+          else if (v.is_number())
+            args[k] = v.get<double>();
         trace_.events.push_back({ev["name"].get<std::string>(), "compute",
                                  ev["ts"].get<double>() - t_start,
                                  ev["dur"].get<double>(), d, 100 * s + r,
-                                 {{"step", step},
-                                  {"wall_ms", ev.value("wall_ms", 0.0)},
-                                  {"cpu_ms", ev.value("cpu_ms", 0.0)}}});
+                                 std::move(args)});
+      }
   }
   const auto B = plan_.batch_size;
   json rec{{"step", step + 1},       {"epoch", epoch},
