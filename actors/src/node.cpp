@@ -33,10 +33,11 @@ void configure(caf::actor_system_config& cfg, const net_options& net) {
   // An idle CAF worker polls its queue every 50 us for 500 rounds before it
   // sleeps on a condition variable. A node gets a message every few ms, so
   // its workers rarely got that far and woke about 20 000 times a second,
-  // preempting the compute thread on their core (100-340 involuntary context
-  // switches per stage backward pass in throughput_bench traces; 20-70
-  // without this phase). An idle worker now sleeps until a message is
-  // enqueued for it, which wakes it through its condition variable.
+  // preempting the compute thread on their core (a median of 69-337
+  // involuntary context switches per stage backward pass in throughput_bench
+  // traces; 22-66 without this phase). An idle worker now sleeps until a
+  // message is enqueued for it, which wakes it through its condition
+  // variable.
   cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
 }
 

@@ -14,14 +14,14 @@
 
 #include <chrono>
 #include <ctime>
-
-#include <sys/resource.h>
 #include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
+
+#include <sys/resource.h>
 
 namespace asteroid::actors {
 
@@ -294,6 +294,8 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   auto cpu = thread_cpu_s() - cpu0;
   rusage ru1{};
   ::getrusage(RUSAGE_THREAD, &ru1);
+  auto sys_ms = (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3
+                + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-3;
   auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
               .count();
   auto device_s = dt; // what the device took
@@ -310,8 +312,7 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
                        {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3},
                        {"minflt", ru1.ru_minflt - ru0.ru_minflt},
                        {"nivcsw", ru1.ru_nivcsw - ru0.ru_nivcsw},
-                       {"sys_ms", (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3
-                                    + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-3}});
+                       {"sys_ms", sys_ms}});
 }
 
 /// Sends `bytes` to peer (`role`, `index`) = `to`: on the data plane when the
