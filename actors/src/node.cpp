@@ -582,6 +582,7 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
     if (!mkdtemp(tmpl))
       throw std::runtime_error("cluster: cannot create a log folder");
     opts_.log_dir = tmpl;
+    owns_log_dir_ = true;
   } else {
     ::mkdir(opts_.log_dir.c_str(), 0755);
   }
@@ -686,6 +687,23 @@ void local_cluster::stop() {
   }
 }
 
-local_cluster::~local_cluster() { stop(); }
+void local_cluster::remove_own_logs() {
+  if (!owns_log_dir_)
+    return;
+  if (opts_.keep_logs || std::uncaught_exceptions() > uncaught_at_start_) {
+    std::fprintf(stderr, "cluster: node logs kept in %s\n", opts_.log_dir.c_str());
+    return;
+  }
+  // Only what the cluster wrote: anything else found there stays, and so does
+  // the folder then (rmdir fails on a non-empty folder).
+  for (int i = 0; i < opts_.nodes; ++i)
+    ::unlink(log_path(i).c_str());
+  ::rmdir(opts_.log_dir.c_str());
+}
+
+local_cluster::~local_cluster() {
+  stop();
+  remove_own_logs();
+}
 
 } // namespace asteroid::actors

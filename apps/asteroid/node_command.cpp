@@ -110,7 +110,9 @@ void add_cluster_command(CLI::App& app) {
                   "Memory budgets, one for all or one per node: 2GiB,1GiB");
   cmd->add_option("--threads", o->threads, "LibTorch threads per node")
     ->capture_default_str();
-  cmd->add_option("--log-dir", o->log_dir, "Folder for the nodes' logs");
+  cmd->add_option("--log-dir", o->log_dir,
+                  "Folder for the nodes' logs; without it, a temporary folder "
+                  "removed at exit unless the job failed");
   cmd->add_option("--job", *job,
                   "Run this job file on the nodes (its 'nodes' are replaced), "
                   "then stop them");

@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
           measure(cluster, model, plan, data[model], 2, 0, D, "");
         } catch (const std::exception& e) {
           std::fprintf(stderr, "  warm-up run failed: %s\n", e.what());
+          cluster.keep_logs();
         }
       }
       for (auto& [model, prof] : profiles)
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
             r.error = "infeasible";
           } catch (const std::exception& e) {
             r.error = std::string("failed: ") + e.what();
+            cluster.keep_logs();
           }
           std::fprintf(stderr, "  %-15s %-10s %-16s predicted %8.2f measured %8.2f %s\n",
                        model.c_str(), p.c_str(), name.c_str(), r.predicted, r.measured,

@@ -4,6 +4,7 @@
 #include "asteroid/actors/protocol.hpp"
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -63,6 +64,10 @@ namespace asteroid::actors {
 /// Node processes on this machine (`asteroid cluster`, tests): each is
 /// `EXE node --listen 127.0.0.1:PORT ...` with stdout and stderr in
 /// `log_dir/NAME.log`. The destructor stops them (SIGTERM, then SIGKILL).
+/// A log folder the cluster made itself (no `log_dir` given) is removed with
+/// it, unless `keep_logs` is set, `keep_logs()` was called, or the cluster
+/// is destroyed by an exception: then the logs are what explains a failure,
+/// and stderr says where they are.
 class local_cluster {
 public:
   struct options {
@@ -76,6 +81,7 @@ public:
     /// links on loopback, `asteroid node --link-rate`).
     double link_rate_mbps = 0;
     std::string log_dir;             ///< empty: a fresh /tmp folder
+    bool keep_logs = false;          ///< keep that fresh folder at exit
     std::chrono::milliseconds start_timeout{20000};
   };
   /// Starts the nodes and waits until each one listens; throws
@@ -88,11 +94,21 @@ public:
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   const std::vector<int>& pids() const { return pids_; }
   std::string log_path(int i) const;
+  const std::string& log_dir() const { return opts_.log_dir; }
+  /// Keeps a log folder the cluster made itself: its owner saw something
+  /// fail that the nodes' logs may explain.
+  void keep_logs() { opts_.keep_logs = true; }
   /// Stops every node still running; idempotent.
   void stop();
 
 private:
+  void remove_own_logs();
+
   options opts_;
+  bool owns_log_dir_ = false;
+  /// Exceptions in flight at construction: more at destruction means the
+  /// cluster is being unwound by a failure.
+  int uncaught_at_start_ = std::uncaught_exceptions();
   std::vector<int> pids_;
   std::vector<std::string> endpoints_;
 };
