@@ -265,6 +265,24 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+/// What slowed a compute besides the work itself, for the trace: the calling
+/// thread's system time, page faults and involuntary context switches. Read
+/// with getrusage, whose times are only microseconds; the padding keeps using
+/// thread_cpu_s.
+struct thread_interference {
+  double sys_ms = 0;
+  long minflt = 0;
+  long nivcsw = 0;
+
+  static thread_interference now() {
+    rusage ru{};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    return {static_cast<double>(ru.ru_stime.tv_sec) * 1e3
+              + static_cast<double>(ru.ru_stime.tv_usec) * 1e-3,
+            ru.ru_minflt, ru.ru_nivcsw};
+  }
+};
+
 /// Runs `f`, pads it to what the emulated device would have taken, records a
 /// trace event. The emulated time is `slowdown` × the thread's CPU time when
 /// LibTorch computes on this one thread (nodes default to `--threads 1`), else
@@ -288,14 +306,10 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   auto t0 = std::chrono::steady_clock::now();
   auto cpu0 = thread_cpu_s();
   auto start_us = wall_us();
-  rusage ru0{};
-  ::getrusage(RUSAGE_THREAD, &ru0);
+  auto in0 = thread_interference::now();
   f();
   auto cpu = thread_cpu_s() - cpu0;
-  rusage ru1{};
-  ::getrusage(RUSAGE_THREAD, &ru1);
-  auto sys_ms = (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3
-                + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-3;
+  auto in1 = thread_interference::now();
   auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
               .count();
   auto device_s = dt; // what the device took
@@ -310,9 +324,9 @@ void compute(replica_actor* self, const std::string& name, F&& f) {
   st.events.push_back({{"name", name}, {"ts", start_us},
                        {"dur", std::max(dt, device_s) * 1e6},
                        {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3},
-                       {"minflt", ru1.ru_minflt - ru0.ru_minflt},
-                       {"nivcsw", ru1.ru_nivcsw - ru0.ru_nivcsw},
-                       {"sys_ms", sys_ms}});
+                       {"minflt", in1.minflt - in0.minflt},
+                       {"nivcsw", in1.nivcsw - in0.nivcsw},
+                       {"sys_ms", in1.sys_ms - in0.sys_ms}});
 }
 
 /// Sends `bytes` to peer (`role`, `index`) = `to`: on the data plane when the
