@@ -175,10 +175,13 @@ private:
   serialization::named_tensors gather_full_state();
 
   // -- steps --
-  /// Runs one step; with `next`, the next step's loads go out as soon as
-  /// this step has started, so feeding it overlaps this step's compute.
+  /// Runs one step. `next` is asked for the next step's batch (nullptr:
+  /// none) only once this step has started, and its loads go out at once:
+  /// reading and feeding it overlap this step's compute instead of keeping
+  /// the replicas waiting for their start.
   std::set<int> run_step(int64_t step, const data::batch& batch,
-                         const data::batch* next, std::vector<json>& reports);
+                         const std::function<const data::batch*()>& next,
+                         std::vector<json>& reports);
   void feed(int64_t step, const data::batch& batch);
   void ping_all(clock::time_point now);
   /// A device answered heartbeat `seq` (round * 4096 + device).

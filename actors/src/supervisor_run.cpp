@@ -102,13 +102,17 @@ job_result supervisor::run() {
                      ? std::move(ahead->second)
                      : train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
       ahead.reset();
-      // The next step's batch, fed while this one runs (when it is in this
-      // epoch; a re-deployment between the steps feeds it again).
-      if (step + 1 < total_steps && (step + 1) / per_epoch == epoch)
+      // The next step's batch, read and fed while this one runs (when it is
+      // in this epoch; a re-deployment between the steps feeds it again).
+      auto read_ahead = [&]() -> const data::batch* {
+        if (step + 1 >= total_steps || (step + 1) / per_epoch != epoch)
+          return nullptr;
         ahead.emplace(step + 1, train_->get_batch(
                                   batches[static_cast<size_t>((step + 1) % per_epoch)]));
+        return &ahead->second;
+      };
       std::vector<json> reports;
-      auto lost = run_step(step, batch, ahead ? &ahead->second : nullptr, reports);
+      auto lost = run_step(step, batch, read_ahead, reports);
       if (!lost.empty()) {
         step = recover(lost, step);
         continue;

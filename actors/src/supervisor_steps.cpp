@@ -147,7 +147,7 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
 }
 
 std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
-                                   const data::batch* next,
+                                   const std::function<const data::batch*()>& next,
                                    std::vector<json>& reports) {
   auto t0 = clock::now();
   heartbeats_.catch_up(t0);
@@ -158,8 +158,8 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
       self_->send(r.handle, start_atom::value, step);
   // Replicas keep loads by step: the next one waits there while this one
   // runs. A recovery deploys new replicas and feeds again.
-  if (next)
-    feed(step + 1, *next);
+  if (const auto* b = next())
+    feed(step + 1, *b);
   // Faults scripted for this step, and those whose step ended before their
   // delay ran out (they fire at once).
   std::vector<std::pair<clock::time_point, size_t>> due;
