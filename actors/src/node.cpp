@@ -214,6 +214,31 @@ round_trips fastest_round_trips(int64_t bytes, int repeats, Echo&& echo) {
   return best;
 }
 
+/// Seconds until `count` payloads of `bytes`, sent back to back through
+/// `send`, have all been echoed (`await_echo`), as a stage streams its
+/// micro-batches; negative when an echo was lost. The copies are made
+/// before the clock starts, as tensors encoded before their sends. One
+/// untimed stream warms the connection up first: TCP grows its window with
+/// use, and a fresh loopback connection's first stream is several times
+/// slower than the next ones.
+template <class Send, class Await>
+double stream_seconds(int64_t bytes, int count, Send&& send, Await&& await_echo) {
+  auto one_stream = [&]() -> double {
+    std::vector<std::string> payloads(static_cast<size_t>(count),
+                                      std::string(static_cast<size_t>(bytes), 'x'));
+    auto t0 = std::chrono::steady_clock::now();
+    for (auto& p : payloads)
+      if (!send(std::move(p)))
+        return -1;
+    for (int i = 0; i < count; ++i)
+      if (!await_echo())
+        return -1;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+      .count();
+  };
+  return one_stream() < 0 ? -1 : one_stream();
+}
+
 /// How often the bandwidth payload may grow fourfold when it does not take
 /// measurably longer than a tiny one (1 MiB grows to at most 64 MiB).
 constexpr int max_probe_growths = 3;
@@ -306,13 +331,13 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       return static_cast<int64_t>(payload.size());
     },
     [=](probe_atom, const std::string& endpoint, int64_t bytes,
-        int32_t repeats, int32_t path) -> caf::response_promise {
+        int32_t repeats, int32_t path, int32_t stream) -> caf::response_promise {
       auto rp = self->make_response_promise();
       auto name = self->state.opts.name;
       auto my_endpoint = self->state.opts.endpoint;
       auto dp = self->state.dp;
       self->system().spawn(
-        [rp, name, endpoint, bytes, repeats, path, dp,
+        [rp, name, endpoint, bytes, repeats, path, stream, dp,
          my_endpoint](caf::blocking_actor* w) mutable {
           auto fail = [&](const std::string& why) {
             rp.deliver(name + " -> " + endpoint + ": " + why, int64_t{0},
@@ -321,6 +346,9 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           if (bytes < 1 || bytes > (int64_t{1} << 30) || repeats < 1
               || repeats > 100)
             return fail("probe size or repeat count out of range");
+          if (stream < 0 || stream > 1024 || stream * bytes > (int64_t{1} << 30))
+            return fail("probe stream of " + std::to_string(stream)
+                        + " payloads out of range (0 to 1024, 1 GiB in all)");
           if (path != probe_caf && path != probe_data_plane && path != probe_auto)
             return fail("unknown probe path " + std::to_string(path));
           caf::actor peer;
@@ -355,24 +383,48 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
             my_dp = data_endpoint(my_endpoint, dp->port());
             dp->add_sink(caf::actor_cast<caf::actor>(w));
           }
-          auto echo = [&](std::string payload) {
-            bool ok = false;
+          // Out through our data plane, answered through the peer's; or as a
+          // CAF request, answered by the peer's device actor.
+          using caf_echo = decltype(w->request(peer, std::chrono::seconds(30),
+                                               echo_atom::value, std::string{}));
+          std::vector<caf_echo> in_flight;
+          size_t answered = 0;
+          auto send = [&](std::string payload) {
             if (path == probe_data_plane) {
-              // Out through our data plane, answered through the peer's.
               serialization::frame_header h;
               h.kind = serialization::frame_kind::echo;
               h.step = static_cast<int64_t>(w->id());
-              if (!dp->send(peer_dp, h, my_dp, std::move(payload)))
-                return false;
+              return dp->send(peer_dp, h, my_dp, std::move(payload));
+            }
+            in_flight.push_back(w->request(peer, std::chrono::seconds(30),
+                                           echo_atom::value, std::move(payload)));
+            return true;
+          };
+          auto await_echo = [&] {
+            bool ok = false;
+            if (path == probe_data_plane)
               w->receive([&](echo_atom, int64_t) { ok = true; },
                          caf::after(std::chrono::seconds(30)) >> [] {});
-            } else {
-              w->request(peer, std::chrono::seconds(30), echo_atom::value,
-                         std::move(payload))
-                .receive([&](int64_t) { ok = true; }, [&](caf::error&) {});
-            }
+            else if (answered < in_flight.size())
+              in_flight[answered++].receive([&](int64_t) { ok = true; },
+                                            [&](caf::error&) {});
             return ok;
           };
+          auto echo = [&](std::string payload) {
+            return send(std::move(payload)) && await_echo();
+          };
+          if (stream > 0) {
+            auto t = stream_seconds(bytes, stream, send, await_echo);
+            auto tiny = fastest_round_trips(1, 1, echo).tiny_s;
+            if (dp)
+              dp->remove_sink(w->id());
+            if (t <= 0 || tiny < 0)
+              return fail("no echo within 30 s");
+            return rp.deliver(std::string{},
+                              static_cast<int64_t>(tiny / 2 * 1e9),
+                              static_cast<int64_t>(static_cast<double>(bytes)
+                                                   * stream / t));
+          }
           // On a fast path (loopback through the data plane moves 1 MiB in
           // about 0.3 ms) the payload may add less than scheduling noise to
           // the round trip, and the noise would then decide the bandwidth.

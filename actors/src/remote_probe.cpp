@@ -61,11 +61,13 @@ link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
   caf::scoped_actor self{sys};
   std::string err;
   int64_t latency_ns = 0, bps = 0;
-  // Up to four payload sizes, each a warm-up pair and `repeats` timed pairs.
+  // Up to four payload sizes, each a warm-up pair and `repeats` timed pairs;
+  // or a stream, a warm-up and one tiny round trip.
+  auto trips = opts.stream > 0 ? opts.stream + 3 : 8 * (opts.repeats + 1);
   self
-    ->request(from, opts.timeout * 8 * (opts.repeats + 1), probe_atom::value,
-              to_endpoint, opts.bytes, static_cast<int32_t>(opts.repeats),
-              static_cast<int32_t>(opts.path))
+    ->request(from, opts.timeout * trips, probe_atom::value, to_endpoint,
+              opts.bytes, static_cast<int32_t>(opts.repeats),
+              static_cast<int32_t>(opts.path), static_cast<int32_t>(opts.stream))
     .receive(
       [&](std::string& e, int64_t lat, int64_t bw) {
         err = std::move(e);

@@ -16,6 +16,7 @@ struct probe_args {
   int reference = 0;
   int64_t bytes = int64_t{1} << 20;
   int repeats = 3;
+  int stream = 0;
   std::string out;
 };
 
@@ -35,8 +36,13 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--bytes", a->bytes, "Payload of the bandwidth probe")
     ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
     ->capture_default_str();
-  cmd->add_option("--repeats", a->repeats, "Round trips per probe (median kept)")
+  cmd->add_option("--repeats", a->repeats, "Round trips per probe (fastest kept)")
     ->check(CLI::Range(1, 100))
+    ->capture_default_str();
+  cmd->add_option("--stream", a->stream,
+                  "Bandwidth from this many payloads of --bytes sent back to "
+                  "back instead of from round trips (0: round trips)")
+    ->check(CLI::Range(0, 1024))
     ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Write the cluster JSON here (default: "
                                       "stdout)");
@@ -50,6 +56,9 @@ void add_probe_command(CLI::App& app) {
     actors::link_probe_options lp;
     lp.bytes = a->bytes;
     lp.repeats = a->repeats;
+    lp.stream = a->stream;
+    if (a->stream * a->bytes > (int64_t{1} << 30))
+      throw CLI::ValidationError("--stream", "--stream x --bytes must be at most 1 GiB");
     auto c = actors::measure_cluster(sys, devices, a->nodes, a->reference, lp);
     for (int i = 0; i < c.size(); ++i)
       for (int j = 0; j < c.size(); ++j)

@@ -57,4 +57,20 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
   // A probe to an endpoint nobody listens on fails, naming it.
   CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], "127.0.0.1:27389", lp),
                     Catch::Contains("127.0.0.1:27389"));
+  // Streamed: 16 payloads of 256 KiB back to back on each path.
+  lp.bytes = 256 << 10;
+  lp.stream = 16;
+  for (auto path : {actors::probe_data_plane, actors::probe_caf}) {
+    lp.path = path;
+    auto m = actors::measure_link(sys, devices[0], cluster.endpoints()[2], lp);
+    INFO("path " << path << ": " << m.bandwidth_Bps << " B/s");
+    CHECK(m.bandwidth_Bps > 1e6);
+    CHECK(m.bandwidth_Bps < 1e11);
+    CHECK(m.latency_s > 0);
+  }
+  // A stream over 1 GiB in all is refused by the node, which says why.
+  lp.bytes = 64 << 20;
+  lp.stream = 17;
+  CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], cluster.endpoints()[2], lp),
+                    Catch::Contains("stream of 17 payloads out of range"));
 }

@@ -21,7 +21,7 @@
 /// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
 /// | `ast_slow, int32 permille`                     | device, replica | -        |
 /// | `ast_prof, string request_json`                | device  | string err, string profile_json |
-/// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path` | device | string err, int64 latency_ns, int64 bytes_per_s |
+/// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path, int32 stream` | device | string err, int64 latency_ns, int64 bytes_per_s |
 /// | `ast_echo, string payload`                     | device  | int64 size       |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
 /// | `ast_adopt, int64 id, string err, actor replica` | device | - (from its own replica builder only) |

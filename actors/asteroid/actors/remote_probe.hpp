@@ -36,12 +36,17 @@ struct link_probe_options {
   std::chrono::milliseconds timeout{10000};
   /// The path tensors take: the data plane where both nodes have one.
   probe_path path = probe_auto;
+  /// > 0: the bandwidth is this many payloads of exactly `bytes`, sent back
+  /// to back as a stage streams its micro-batches, over the time until the
+  /// last is echoed (no growth; `repeats` unused). 0: from round trips.
+  int stream = 0;
 };
 
 /// One directed link, measured from its sending node.
 struct link_measurement {
   double latency_s = 0;     ///< half the round trip of a tiny message
-  double bandwidth_Bps = 0; ///< probe bytes / (big round trip - tiny one)
+  /// probe bytes / (big round trip - tiny one), or streamed bytes / time
+  double bandwidth_Bps = 0;
 };
 
 /// Measures the link from node `from` to the node at `to_endpoint`.
