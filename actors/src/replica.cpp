@@ -222,7 +222,11 @@ struct replica_state {
   std::vector<kernels::bucket> ar_buckets;
   std::vector<torch::Tensor> ar_grads;
 
-  // -- metrics of the step --
+  /// The newest version this replica has sent a snapshot of (-1: none).
+  int64_t snapshotted = -1;
+
+  // -- metrics of the step (reset when its report is sent: a snapshot taken
+  // after the report counts in the next one) --
   double step_start_us = 0;
   double busy_s = 0;
   double overrun_s = 0; ///< compute beyond the emulated time (compute())
@@ -518,6 +522,8 @@ bool all_reduce(replica_actor* self) {
   return true;
 }
 
+void snapshot(replica_actor* self, int64_t version);
+
 void finish_step(replica_actor* self) {
   auto& st = self->state;
   auto& e = *st.e;
@@ -534,6 +540,9 @@ void finish_step(replica_actor* self) {
               {"bytes", st.bytes},
               {"events", std::move(st.events)}};
   self->send(st.supervisor, done_atom::value, st.step, report.dump());
+  st.busy_s = 0;
+  st.overrun_s = 0;
+  st.events = json::array();
   st.loads.erase(st.step);
   st.starts.erase(st.step);
   st.running = false;
@@ -544,15 +553,22 @@ void finish_step(replica_actor* self) {
   st.in.clear();
   st.out.clear();
   st.grad_out.clear();
+  // The state now is the state before the next step: taken while the report
+  // travels to the supervisor and the next start comes back, it costs the
+  // next step nothing on a device that would otherwise wait.
+  auto next = st.step + 1;
+  if (e.spec.snapshot_every > 0 && next % e.spec.snapshot_every == 0)
+    snapshot(self, next);
 }
 
-/// Sends the state before this step to the home device and, from replica 0,
-/// to the backup device. Group members hold identical weights, so one copy
-/// outside the group suffices. The sends are asynchronous: the pipeline only
-/// pays for the copy and the encoding.
-void snapshot(replica_actor* self) {
+/// Sends the state before step `version` to the home device and, from
+/// replica 0, to the backup device. Group members hold identical weights, so
+/// one copy outside the group suffices. The sends are asynchronous: the
+/// pipeline only pays for the copy and the encoding.
+void snapshot(replica_actor* self, int64_t version) {
   auto& st = self->state;
   auto& e = *st.e;
+  st.snapshotted = version;
   std::string bytes;
   compute(self, "SNAPSHOT", [&] {
     bytes = serialization::encode_tensors(capture_stage_state(
@@ -562,7 +578,7 @@ void snapshot(replica_actor* self) {
   if (e.spec.replica == 0 && st.backup) {
     serialization::frame_header h;
     h.kind = serialization::frame_kind::snapshot;
-    h.step = st.step;
+    h.step = version;
     transmit(self, peer_backup, 0, st.backup, h, key, bytes,
              [&](std::string k, std::string b) {
                self->send(st.backup, snap_atom::value, std::move(k), h.step,
@@ -570,7 +586,7 @@ void snapshot(replica_actor* self) {
              });
   }
   if (st.home)
-    self->send(st.home, snap_atom::value, key, st.step, std::move(bytes));
+    self->send(st.home, snap_atom::value, key, version, std::move(bytes));
 }
 
 /// Executes instructions until one blocks or the step ends.
@@ -588,10 +604,7 @@ void advance(replica_actor* self) {
       st.running = true;
       st.pc = 0;
       st.ar_k = -1;
-      st.busy_s = 0;
-      st.overrun_s = 0;
       st.loss = 0;
-      st.events = json::array();
       st.bytes.clear();
       st.max_unacked = 0;
       st.step_start_us = wall_us();
@@ -601,8 +614,11 @@ void advance(replica_actor* self) {
       for (auto& p : e.params)
         if (p.grad().defined())
           p.mutable_grad().zero_();
-      if (e.spec.snapshot_every > 0 && st.step % e.spec.snapshot_every == 0)
-        snapshot(self);
+      // The first step of a deployment (the previous one was not this
+      // replica's) snapshots here, the others at the end of their previous.
+      if (e.spec.snapshot_every > 0 && st.step % e.spec.snapshot_every == 0
+          && st.snapshotted != st.step)
+        snapshot(self, st.step);
     }
     while (st.pc < e.stream.size()) {
       const auto& ins = e.stream[st.pc];
