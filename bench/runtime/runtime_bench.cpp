@@ -70,7 +70,12 @@ double plain_loop_step_s(const std::string& model_name, const data::dataset& tra
   return median(times);
 }
 
-double framework_step_s(const std::string& model_name,
+struct framework_steps {
+  double step_s = 0;    ///< median step as the supervisor times it
+  double compute_s = 0; ///< median of the replica's compute in those steps
+};
+
+framework_steps framework_step_s(const std::string& model_name,
                         std::shared_ptr<data::dataset> train, int64_t batch,
                         int64_t steps, int64_t warmup, uint16_t port,
                         int64_t snapshot_every) {
@@ -104,10 +109,12 @@ double framework_step_s(const std::string& model_name,
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
   auto r = actors::run_job(sys, job, devices, model, train, nullptr);
-  std::vector<double> times;
-  for (size_t i = static_cast<size_t>(warmup); i < r.iterations.size(); ++i)
+  std::vector<double> times, busy;
+  for (size_t i = static_cast<size_t>(warmup); i < r.iterations.size(); ++i) {
     times.push_back(r.iterations[i]["seconds"].get<double>());
-  return median(times);
+    busy.push_back(r.iterations[i]["replicas"][0]["busy_s"].get<double>());
+  }
+  return {median(times), median(busy)};
 }
 
 // -- 2. transfers -----------------------------------------------------------------
@@ -235,33 +242,42 @@ int main(int argc, char** argv) {
   auto train = data::make_dataset("synthetic-images", dopts);
 
   // Interleaved rounds. On a shared 2-core machine the host's speed drifts
-  // between rounds (the plain loop alone reads 51-59 ms on different
-  // rounds), so each round's framework steps are compared with the plain
-  // loop of that same round and the median of those ratios is the result;
-  // the best round of each column is printed too.
-  double plain = 1e9, framework = 1e9, framework_nosnap = 1e9;
-  std::vector<double> ratio, ratio_nosnap;
+  // (the plain loop alone reads 51-73 ms on different rounds of one run), so
+  // the plain loop runs before the first round and after every round, and
+  // each round's framework steps are compared with the mean of the plain
+  // loops on either side of it: a drift that is linear over a round cancels.
+  // The median of those ratios is the result; the best round of each column
+  // is printed too. The replica's own compute time splits the framework's
+  // step into the model's work and what the step costs around it.
+  std::vector<double> plains{plain_loop_step_s(model, *train, batch, steps, warmup)};
+  double framework = 1e9, framework_nosnap = 1e9;
+  std::vector<double> ratio, ratio_nosnap, compute_ratio, boundary_ms;
   for (int round = 0; round < rounds; ++round) {
-    auto a = plain_loop_step_s(model, *train, batch, steps, warmup);
     auto b = framework_step_s(model, train, batch, steps, warmup, port, 1);
     auto c = framework_step_s(model, train, batch, steps, warmup,
                               static_cast<uint16_t>(port + 1), 0);
-    std::fprintf(stderr, "round %d: plain %.2f ms, framework %.2f ms (%.3f), "
-                         "framework without snapshots %.2f ms (%.3f)\n",
-                 round + 1, a * 1e3, b * 1e3, b / a, c * 1e3, c / a);
-    plain = std::min(plain, a);
-    framework = std::min(framework, b);
-    framework_nosnap = std::min(framework_nosnap, c);
-    ratio.push_back(b / a);
-    ratio_nosnap.push_back(c / a);
+    plains.push_back(plain_loop_step_s(model, *train, batch, steps, warmup));
+    auto a = (plains[plains.size() - 2] + plains.back()) / 2;
+    std::fprintf(stderr, "round %d: plain %.2f | framework %.2f ms (%.3f; compute %.2f), "
+                         "without snapshots %.2f ms (%.3f; compute %.2f) | plain %.2f ms\n",
+                 round + 1, plains[plains.size() - 2] * 1e3, b.step_s * 1e3, b.step_s / a,
+                 b.compute_s * 1e3, c.step_s * 1e3, c.step_s / a, c.compute_s * 1e3,
+                 plains.back() * 1e3);
+    framework = std::min(framework, b.step_s);
+    framework_nosnap = std::min(framework_nosnap, c.step_s);
+    ratio.push_back(b.step_s / a);
+    ratio_nosnap.push_back(c.step_s / a);
+    compute_ratio.push_back(c.compute_s / a);
+    boundary_ms.push_back((c.step_s - c.compute_s) * 1e3);
   }
+  double plain = *std::min_element(plains.begin(), plains.end());
   std::printf("\nOne device, %s, batch %lld, 1 thread, median of %lld steps "
-              "(%lld warm-up), %d interleaved rounds\n\n",
+              "(%lld warm-up), %d rounds, each between two plain loops\n\n",
               model.c_str(), static_cast<long long>(batch),
               static_cast<long long>(steps), static_cast<long long>(warmup),
               rounds);
   std::printf("| run | best round, step ms | best / best plain | median of the "
-              "rounds' ratios to their plain loop |\n|---|---|---|---|\n");
+              "rounds' ratios to their plain loops |\n|---|---|---|---|\n");
   std::printf("| plain LibTorch loop (this process) | %.2f | 1.000 | 1.000 |\n",
               plain * 1e3);
   std::printf("| framework, snapshots every step (default) | %.2f | %.3f | %.3f |\n",
@@ -269,6 +285,10 @@ int main(int argc, char** argv) {
   std::printf("| framework, no snapshots | %.2f | %.3f | %.3f |\n",
               framework_nosnap * 1e3, framework_nosnap / plain,
               median(ratio_nosnap));
+  std::printf("\nWithout snapshots, median over rounds: the replica's compute (forward, "
+              "backward, optimizer) %.3f of the plain step; the rest of the step (start "
+              "and report messages, loading the batch) %.2f ms\n",
+              median(compute_ratio), median(boundary_ms));
 
   // Transfers: streams of tensor-sized messages between two node processes
   // (data plane, CAF messages) vs raw TCP between two processes. Rounds
