@@ -136,7 +136,7 @@ job_spec parse_job(const json& j, const std::string& where) {
     "seed", "nodes", "plan", "planner", "schedule", "credit_window",
     "metrics", "trace", "trace_steps", "evaluate", "progress",
     "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-    "faults", "profile_node", "measure_links", "data_plane"};
+    "faults", "profile_node", "measure_links", "data_plane", "run_ahead"};
   for (auto& [key, value] : j.items())
     if (!known.count(key))
       throw std::invalid_argument(where + ": unknown field '" + key + "'");
@@ -178,6 +178,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("progress", s.progress);
   field("connect_timeout_ms", s.connect_timeout_ms);
   field("step_timeout_ms", s.step_timeout_ms);
+  field("run_ahead", s.run_ahead);
   if (s.profile_node < -1 || s.profile_node >= static_cast<int>(s.nodes.size()))
     throw std::invalid_argument(where + ": field 'profile_node': "
                                 + std::to_string(s.profile_node)

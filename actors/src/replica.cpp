@@ -553,9 +553,10 @@ void finish_step(replica_actor* self) {
   st.in.clear();
   st.out.clear();
   st.grad_out.clear();
-  // The state now is the state before the next step: taken while the report
-  // travels to the supervisor and the next start comes back, it costs the
-  // next step nothing on a device that would otherwise wait.
+  // The state now is the state before the next step. Without run-ahead it is
+  // taken while the report travels to the supervisor and the next start
+  // comes back; with the next start already here (run-ahead) the next step
+  // begins after it, which still beats waiting for that round trip.
   auto next = st.step + 1;
   if (e.spec.snapshot_every > 0 && next % e.spec.snapshot_every == 0)
     snapshot(self, next);

@@ -195,13 +195,29 @@ private:
   /// step is at most `step`, once each.
   void inject_faults_when(const std::string& when, int64_t step);
   void record_iteration(int64_t step, int64_t epoch, double wall,
-                        double t_start, std::vector<json>& reports);
+                        double t_start, std::vector<json>& reports,
+                        bool started_ahead);
+
+  // -- run-ahead --
+  /// Whether the current generation's replicas got `step`'s start while the
+  /// step before ran.
+  bool started_ahead(int64_t step) const {
+    return started_ahead_ && started_ahead_->first == generation_
+           && started_ahead_->second == step;
+  }
+  /// Whether step `next` may start before the supervisor has seen the
+  /// reports of the step before: nothing is due at that boundary.
+  bool may_run_ahead(int64_t next);
+  /// Whether the reports of the running step could trigger a drift re-plan.
+  bool drift_may_replan_next() const;
 
   // -- recovery --
   void drain_losses(int64_t step);
   int64_t recover(const std::set<int>& lost, int64_t failed_step);
   void save_checkpoint(int64_t step);
-  bool rejoin(int64_t step);
+  /// Admits devices that answer again at this boundary; with `admit` false
+  /// (a step already runs ahead) it only looks for them.
+  bool rejoin(int64_t step, bool admit);
   void reconnect_closed();
   bool track_speed(int64_t step, const std::vector<json>& reports);
   void replan_at_boundary(int64_t step, const std::string& event, json rec);
@@ -234,6 +250,15 @@ private:
   int generation_ = 0;
   /// The step whose loads the current generation's replicas already hold.
   std::optional<int64_t> fed_step_;
+  /// (generation, step) of the last start sent ahead.
+  std::optional<std::pair<int, int64_t>> started_ahead_;
+  /// Reports of the step started ahead that arrived while the supervisor
+  /// waited for the step before (generation, step, reports).
+  struct early_reports {
+    int generation = -1;
+    int64_t step = -1;
+    std::vector<json> reports;
+  } early_;
   std::vector<std::vector<replica_ref>> stages_;
   int num_replicas_ = 0;
   int64_t hb_round_ = 0;

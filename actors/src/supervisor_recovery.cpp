@@ -267,13 +267,15 @@ void supervisor::reconnect_closed() {
   }
 }
 
-bool supervisor::rejoin(int64_t step) {
+bool supervisor::rejoin(int64_t step, bool admit) {
   // A device that answers again is admitted at this mini-batch boundary.
   if (snapshots_on() && known_profile())
     reconnect_closed();
   // Without snapshots or a planner nobody is admitted; the devices stay in
   // returned_, so "answering_again" is reported once, not every round.
-  if (!snapshots_on() || !known_profile())
+  // Nor while a step runs ahead: a re-plan takes the weights between two
+  // steps, and the next start is held back until returned_ is empty.
+  if (!admit || !snapshots_on() || !known_profile())
     return false;
   std::set<int> back;
   for (int d : returned_)

@@ -84,6 +84,7 @@ job_result supervisor::run() {
   auto t_start = wall_us();
   int64_t step = 0;
   int64_t cached_epoch = -1;
+  auto last_t1 = t_start;
   std::vector<std::vector<int64_t>> batches;
   std::optional<std::pair<int64_t, data::batch>> ahead; ///< the next step's batch
   try {
@@ -96,8 +97,11 @@ job_result supervisor::run() {
       if (ft().recovery == "restart" && step % ft().checkpoint_every == 0
           && step != checkpoint_step_)
         save_checkpoint(step);
-      rejoin(step);
-      auto t0 = wall_us();
+      const bool started_early = started_ahead(step);
+      rejoin(step, !started_early);
+      // A step started ahead began when its replicas finished the last one:
+      // its time runs from there, so the steps' times add up to the run's.
+      auto t0 = started_early ? last_t1 : wall_us();
       auto batch = ahead && ahead->first == step
                      ? std::move(ahead->second)
                      : train_->get_batch(batches[static_cast<size_t>(step % per_epoch)]);
@@ -118,7 +122,8 @@ job_result supervisor::run() {
         continue;
       }
       auto t1 = wall_us();
-      record_iteration(step, epoch, (t1 - t0) * 1e-6, t_start, reports);
+      last_t1 = t1;
+      record_iteration(step, epoch, (t1 - t0) * 1e-6, t_start, reports, started_early);
       if (awaiting_resume_) {
         json rec{{"step", step + 1},
                  {"since_recovery_start_s",

@@ -153,13 +153,28 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   heartbeats_.catch_up(t0);
   if (fed_step_ != step)
     feed(step, batch);
-  for (auto& st : stages_)
-    for (auto& r : st)
-      self_->send(r.handle, start_atom::value, step);
+  auto start_all = [&](int64_t s) {
+    for (auto& st : stages_)
+      for (auto& r : st)
+        self_->send(r.handle, start_atom::value, s);
+  };
+  if (!started_ahead(step))
+    start_all(step);
+  if (early_.generation == generation_ && early_.step == step)
+    reports = std::move(early_.reports);
+  early_ = {};
   // Replicas keep loads by step: the next one waits there while this one
   // runs. A recovery deploys new replicas and feeds again.
-  if (const auto* b = next())
+  if (const auto* b = next()) {
     feed(step + 1, *b);
+    // Replicas keep starts by step too: the next step's start waits there,
+    // and a replica begins that step the moment it finishes this one,
+    // without a round trip through the supervisor.
+    if (may_run_ahead(step + 1)) {
+      start_all(step + 1);
+      started_ahead_ = {generation_, step + 1};
+    }
+  }
   // Faults scripted for this step, and those whose step ended before their
   // delay ran out (they fire at once).
   std::vector<std::pair<clock::time_point, size_t>> due;
@@ -214,8 +229,17 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
     self_->receive(
       [&](done_atom, int64_t s, std::string& text) {
         auto rep = json::parse(text);
-        if (s == step && rep.value("generation", -1) == generation_)
+        if (rep.value("generation", -1) != generation_)
+          return;
+        if (s == step) {
           reports.push_back(std::move(rep));
+        } else if (s == step + 1 && started_ahead(step + 1)) {
+          // A replica that finished this step early is already through
+          // the next (it needed no one still busy with this one).
+          early_.generation = generation_;
+          early_.step = s;
+          early_.reports.push_back(std::move(rep));
+        }
       },
       [&](fail_atom, int32_t gen, std::string& what) {
         if (gen == generation_)
@@ -239,8 +263,36 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   return lost;
 }
 
+bool supervisor::may_run_ahead(int64_t next) {
+  if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next())
+    return false;
+  if (ft().recovery == "restart" && next % ft().checkpoint_every == 0
+      && next != checkpoint_step_)
+    return false; // the checkpoint takes the weights between the two steps
+  for (size_t i = 0; i < job_.faults.size(); ++i)
+    if (job_.faults[i].when == "step" && job_.faults[i].step <= next
+        && !faults_fired_.count(i))
+      return false; // scripted faults keep their timing relative to a start
+  return true;
+}
+
+bool supervisor::drift_may_replan_next() const {
+  // As track_speed decides: a re-plan needs drift_steps slow steps in a row,
+  // so one more report can only trigger it where a streak is one short.
+  if (ft().drift_factor <= 1.0 || !snapshots_on()
+      || (!profile_ && job_.profile_path.empty() && job_.planner.empty()))
+    return false; // track_speed's conditions (known_profile())
+  if (ft().drift_steps <= 1)
+    return true;
+  for (const auto& [d, t] : speed_track_)
+    if (t.generation == generation_ && t.streak + 1 >= ft().drift_steps)
+      return true;
+  return false;
+}
+
 void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
-                                  double t_start, std::vector<json>& reports) {
+                                  double t_start, std::vector<json>& reports,
+                                  bool started_ahead) {
   const auto P = plan_.num_stages();
   double loss = 0;
   json links = json::object();
@@ -280,7 +332,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"loss", loss},           {"seconds", wall},
            {"samples_per_s", B / wall}, {"t_s", (wall_us() - t_start) * 1e-6},
            {"replicas", reps},
-           {"link_bytes", links},    {"generation", generation_}};
+           {"link_bytes", links},    {"generation", generation_},
+           {"started_ahead", started_ahead}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);
   result_.last_loss = loss;

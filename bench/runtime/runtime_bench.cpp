@@ -78,7 +78,7 @@ struct framework_steps {
 framework_steps framework_step_s(const std::string& model_name,
                         std::shared_ptr<data::dataset> train, int64_t batch,
                         int64_t steps, int64_t warmup, uint16_t port,
-                        int64_t snapshot_every) {
+                        int64_t snapshot_every, bool run_ahead = true) {
   actors::local_cluster::options co;
   co.exe = ASTEROID_CLI_PATH;
   co.nodes = 1;
@@ -96,6 +96,7 @@ framework_steps framework_step_s(const std::string& model_name,
   job.seed = 1;
   job.nodes = cluster.endpoints();
   job.fault_tolerance.snapshot_every = snapshot_every;
+  job.run_ahead = run_ahead;
   torch::manual_seed(1);
   auto model = actors::build_model(model_name, json::object());
   planner::plan p;
@@ -227,7 +228,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps (median kept)");
   app.add_option("--repeats", repeats, "interleaved streams per transfer size and path");
   app.add_option("--rounds", rounds, "interleaved rounds of the step comparison");
-  app.add_option("--base-port", port, "first of 9 ports used");
+  app.add_option("--base-port", port, "first of 10 ports used (port .. port + 9)");
   CLI11_PARSE(app, argc, argv);
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "runtime_bench: the asteroid program is not built\n");
@@ -250,25 +251,32 @@ int main(int argc, char** argv) {
   // is printed too. The replica's own compute time splits the framework's
   // step into the model's work and what the step costs around it.
   std::vector<double> plains{plain_loop_step_s(model, *train, batch, steps, warmup)};
-  double framework = 1e9, framework_nosnap = 1e9;
-  std::vector<double> ratio, ratio_nosnap, compute_ratio, boundary_ms;
+  double framework = 1e9, framework_nosnap = 1e9, framework_lockstep = 1e9;
+  std::vector<double> ratio, ratio_nosnap, ratio_lockstep, compute_ratio, boundary_ms,
+    boundary_lockstep_ms;
   for (int round = 0; round < rounds; ++round) {
     auto b = framework_step_s(model, train, batch, steps, warmup, port, 1);
     auto c = framework_step_s(model, train, batch, steps, warmup,
                               static_cast<uint16_t>(port + 1), 0);
+    auto d = framework_step_s(model, train, batch, steps, warmup,
+                              static_cast<uint16_t>(port + 2), 0, false);
     plains.push_back(plain_loop_step_s(model, *train, batch, steps, warmup));
     auto a = (plains[plains.size() - 2] + plains.back()) / 2;
     std::fprintf(stderr, "round %d: plain %.2f | framework %.2f ms (%.3f; compute %.2f), "
-                         "without snapshots %.2f ms (%.3f; compute %.2f) | plain %.2f ms\n",
+                         "without snapshots %.2f ms (%.3f; compute %.2f), and without "
+                         "run-ahead %.2f ms (%.3f; compute %.2f) | plain %.2f ms\n",
                  round + 1, plains[plains.size() - 2] * 1e3, b.step_s * 1e3, b.step_s / a,
                  b.compute_s * 1e3, c.step_s * 1e3, c.step_s / a, c.compute_s * 1e3,
-                 plains.back() * 1e3);
+                 d.step_s * 1e3, d.step_s / a, d.compute_s * 1e3, plains.back() * 1e3);
     framework = std::min(framework, b.step_s);
     framework_nosnap = std::min(framework_nosnap, c.step_s);
+    framework_lockstep = std::min(framework_lockstep, d.step_s);
     ratio.push_back(b.step_s / a);
     ratio_nosnap.push_back(c.step_s / a);
+    ratio_lockstep.push_back(d.step_s / a);
     compute_ratio.push_back(c.compute_s / a);
     boundary_ms.push_back((c.step_s - c.compute_s) * 1e3);
+    boundary_lockstep_ms.push_back((d.step_s - d.compute_s) * 1e3);
   }
   double plain = *std::min_element(plains.begin(), plains.end());
   std::printf("\nOne device, %s, batch %lld, 1 thread, median of %lld steps "
@@ -285,10 +293,14 @@ int main(int argc, char** argv) {
   std::printf("| framework, no snapshots | %.2f | %.3f | %.3f |\n",
               framework_nosnap * 1e3, framework_nosnap / plain,
               median(ratio_nosnap));
+  std::printf("| framework, no snapshots, no run-ahead | %.2f | %.3f | %.3f |\n",
+              framework_lockstep * 1e3, framework_lockstep / plain,
+              median(ratio_lockstep));
   std::printf("\nWithout snapshots, median over rounds: the replica's compute (forward, "
               "backward, optimizer) %.3f of the plain step; the rest of the step (start "
-              "and report messages, loading the batch) %.2f ms\n",
-              median(compute_ratio), median(boundary_ms));
+              "and report messages, loading the batch) %.2f ms, %.2f ms without "
+              "run-ahead\n",
+              median(compute_ratio), median(boundary_ms), median(boundary_lockstep_ms));
 
   // Transfers: streams of tensor-sized messages between two node processes
   // (data plane, CAF messages) vs raw TCP between two processes. Rounds
@@ -297,7 +309,7 @@ int main(int argc, char** argv) {
   actors::local_cluster::options co;
   co.exe = ASTEROID_CLI_PATH;
   co.nodes = 2;
-  co.base_port = static_cast<uint16_t>(port + 2);
+  co.base_port = static_cast<uint16_t>(port + 3);
   actors::local_cluster cluster{co};
   caf::actor_system_config cfg;
   actors::configure(cfg);

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <atomic>
@@ -105,6 +106,60 @@ TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
   auto diff = max_abs_diff(r.model, reference(job, *train));
   INFO("max abs diff " << diff);
   CHECK(diff < 1e-4);
+}
+
+TEST_CASE("run-ahead: replicas start the next step before the supervisor "
+          "has the reports, and training is the same as without") {
+  auto train = synthetic(12 * 20);
+  // A data-parallel group feeding a pipeline stage: stage 0's replicas finish
+  // a step before stage 1 does and go on into the next.
+  auto job = base_job("mlp", make_plan(12, 2, {{0, 2, {0, 1}, {2, 4}},
+                                               {2, 3, {2}, {6}}}));
+  auto count_ahead = [](const actors::job_result& r) {
+    int n = 0;
+    for (auto& it : r.iterations)
+      n += it["started_ahead"].get<bool>() ? 1 : 0;
+    return n;
+  };
+  auto ahead = run_in_process(job, 3, train);
+  job.run_ahead = false;
+  auto lockstep = run_in_process(job, 3, train);
+  CHECK(ahead.steps == 20);
+  CHECK(lockstep.steps == 20);
+  // Every step but the first started ahead; none without run-ahead.
+  CHECK(count_ahead(ahead) == 19);
+  CHECK(count_ahead(lockstep) == 0);
+  auto diff = max_abs_diff(ahead.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  CHECK(max_abs_diff(ahead.model, lockstep.model) < 1e-6);
+  // A step's time runs from the end of the one before: they add up to the run.
+  double sum = 0;
+  for (auto& it : ahead.iterations)
+    sum += it["seconds"].get<double>();
+  CHECK(sum <= ahead.seconds);
+  CHECK(sum >= 0.9 * ahead.seconds);
+}
+
+TEST_CASE("run-ahead holds back the start of a step that begins with a "
+          "checkpoint") {
+  auto train = synthetic(8 * 12);
+  auto job = base_job("mlp", make_plan(8, 1, {{0, 3, {0}, {8}}}));
+  job.max_steps = 12;
+  job.fault_tolerance.recovery = "restart";
+  job.fault_tolerance.checkpoint_every = 5;
+  job.fault_tolerance.checkpoint_path =
+    (std::filesystem::temp_directory_path() / ("asteroid-run-ahead-"
+                                               + std::to_string(::getpid()) + ".ckpt"))
+      .string();
+  auto r = run_in_process(job, 1, train);
+  std::filesystem::remove(job.fault_tolerance.checkpoint_path);
+  REQUIRE(r.iterations.size() == 12);
+  for (size_t i = 0; i < r.iterations.size(); ++i) {
+    INFO("step " << i);
+    // Steps 0, 5 and 10 start after a checkpoint; the first one after nothing.
+    CHECK(r.iterations[i]["started_ahead"].get<bool>() == (i % 5 != 0));
+  }
 }
 
 TEST_CASE("BatchNorm: statistics per micro-batch share (GPipe semantics)") {

@@ -113,6 +113,11 @@ struct job_spec {
   int progress = -1;             ///< progress line: -1 auto, 0 off, 1 on
   int64_t connect_timeout_ms = 3000;
   int64_t step_timeout_ms = 120000;
+  /// Send the next step's start while this one runs, when nothing has to
+  /// happen between the two (no checkpoint, re-plan, admission or scripted
+  /// fault due): replicas go on without waiting a round trip to the
+  /// supervisor. Training is the same either way.
+  bool run_ahead = true;
   fault_tolerance_options fault_tolerance;
   std::vector<fault_spec> faults;
 };
