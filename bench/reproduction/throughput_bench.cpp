@@ -190,6 +190,13 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
   auto plan_names = split_list(planners);
+  for (auto& p : plan_names) // a misspelt name fails here, not as an "infeasible" column
+    try {
+      planner::make_planner(p);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "throughput_bench: --planners: %s\n", e.what());
+      return 2;
+    }
   std::map<std::string, std::shared_ptr<data::dataset>> data;
   for (auto& m : split_list(models)) {
     data::dataset_options d;
@@ -267,10 +274,12 @@ int main(int argc, char** argv) {
           r.devices = static_cast<int>(c.devices.size());
           try {
             r.plan = planner::make_planner(p)->make_plan(prof, c, batch);
-          } catch (const planner::planner_error& e) {
-            r.error = "infeasible";
-            std::fprintf(stderr, "  %-15s %-10s %-16s infeasible\n", model.c_str(),
-                         p.c_str(), name.c_str());
+          } catch (const std::exception& e) {
+            // No plan: infeasible in this cluster's memory, or the planner failed.
+            const bool infeasible = dynamic_cast<const planner::planner_error*>(&e) != nullptr;
+            r.error = infeasible ? "infeasible" : std::string("failed: ") + e.what();
+            std::fprintf(stderr, "  %-15s %-10s %-16s %s\n", model.c_str(), p.c_str(),
+                         name.c_str(), r.error.c_str());
             rows.push_back(r);
             continue;
           }
