@@ -135,6 +135,15 @@ private:
   /// Every device drops the snapshots it holds: they are an earlier job's.
   void forget_snapshots();
   std::optional<planner::model_profile> known_profile();
+  /// Whether the job can profile and plan (a profile, a profile file or a
+  /// planner): what known_profile() returns something for, without the copy.
+  bool can_plan() const {
+    return profile_ || !job_.profile_path.empty() || !job_.planner.empty();
+  }
+  /// Whether track_speed watches for drift.
+  bool drift_tracking_on() const {
+    return ft().drift_factor > 1.0 && snapshots_on() && can_plan();
+  }
   const planner::model_profile& profile();
   /// The cluster the planner sees: measured links or the reports, with
   /// drift corrections.

@@ -50,7 +50,7 @@ void supervisor::read_capabilities() {
 }
 
 std::optional<planner::model_profile> supervisor::known_profile() {
-  if (profile_ || !job_.profile_path.empty() || !job_.planner.empty())
+  if (can_plan())
     return profile();
   return std::nullopt;
 }

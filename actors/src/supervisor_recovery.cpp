@@ -269,13 +269,13 @@ void supervisor::reconnect_closed() {
 
 bool supervisor::rejoin(int64_t step, bool admit) {
   // A device that answers again is admitted at this mini-batch boundary.
-  if (snapshots_on() && known_profile())
+  if (snapshots_on() && can_plan())
     reconnect_closed();
   // Without snapshots or a planner nobody is admitted; the devices stay in
   // returned_, so "answering_again" is reported once, not every round.
   // Nor while a step runs ahead: a re-plan takes the weights between two
   // steps, and the next start is held back until returned_ is empty.
-  if (!admit || !snapshots_on() || !known_profile())
+  if (!admit || !snapshots_on() || !can_plan())
     return false;
   std::set<int> back;
   for (int d : returned_)
@@ -301,7 +301,7 @@ bool supervisor::track_speed(int64_t step, const std::vector<json>& reports) {
   // rescaled and the job is re-planned. Relative to its own baseline, so
   // profiling error and host noise that were there from the start do not
   // count as drift.
-  if (ft().drift_factor <= 1.0 || !snapshots_on() || !known_profile())
+  if (!drift_tracking_on())
     return false;
   std::map<int, double> busy;
   for (auto& rep : reports) {

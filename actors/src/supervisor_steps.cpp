@@ -279,9 +279,8 @@ bool supervisor::may_run_ahead(int64_t next) {
 bool supervisor::drift_may_replan_next() const {
   // As track_speed decides: a re-plan needs drift_steps slow steps in a row,
   // so one more report can only trigger it where a streak is one short.
-  if (ft().drift_factor <= 1.0 || !snapshots_on()
-      || (!profile_ && job_.profile_path.empty() && job_.planner.empty()))
-    return false; // track_speed's conditions (known_profile())
+  if (!drift_tracking_on())
+    return false;
   if (ft().drift_steps <= 1)
     return true;
   for (const auto& [d, t] : speed_track_)

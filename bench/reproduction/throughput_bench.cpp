@@ -310,15 +310,16 @@ int main(int argc, char** argv) {
           run(r, 1);
           rows.push_back(r);
         }
+      std::map<std::string, double> best_predicted; // per model, of the plans that ran
+      for (size_t i = env_first; i < rows.size(); ++i)
+        if (rows[i].error.empty())
+          best_predicted[rows[i].model] = std::max(best_predicted[rows[i].model],
+                                                   rows[i].predicted);
       for (int round = 2; round <= repeats; ++round)
         for (size_t i = env_first; i < rows.size(); ++i) {
           auto& r = rows[i];
-          double best_predicted = 0;
-          for (size_t k = env_first; k < rows.size(); ++k)
-            if (rows[k].model == r.model && rows[k].error.empty())
-              best_predicted = std::max(best_predicted, rows[k].predicted);
           if (r.error.empty() && r.same_as.empty()
-              && r.predicted >= contender * best_predicted)
+              && r.predicted >= contender * best_predicted[r.model])
             run(r, round);
         }
       for (size_t i = env_first; i < rows.size(); ++i)

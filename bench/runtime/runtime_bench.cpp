@@ -78,7 +78,7 @@ struct framework_steps {
 framework_steps framework_step_s(const std::string& model_name,
                         std::shared_ptr<data::dataset> train, int64_t batch,
                         int64_t steps, int64_t warmup, uint16_t port,
-                        int64_t snapshot_every, bool run_ahead = true) {
+                        int64_t snapshot_every, bool run_ahead) {
   actors::local_cluster::options co;
   co.exe = ASTEROID_CLI_PATH;
   co.nodes = 1;
@@ -250,33 +250,37 @@ int main(int argc, char** argv) {
   // The median of those ratios is the result; the best round of each column
   // is printed too. The replica's own compute time splits the framework's
   // step into the model's work and what the step costs around it.
+  struct variant {
+    const char* name;
+    int64_t snapshot_every;
+    bool run_ahead;
+    double best = 1e9;
+    std::vector<double> ratios, compute_ratios, around_ms;
+  };
+  std::vector<variant> variants{{"framework, snapshots every step (default)", 1, true},
+                                {"framework, no snapshots", 0, true},
+                                {"framework, no snapshots, no run-ahead", 0, false}};
   std::vector<double> plains{plain_loop_step_s(model, *train, batch, steps, warmup)};
-  double framework = 1e9, framework_nosnap = 1e9, framework_lockstep = 1e9;
-  std::vector<double> ratio, ratio_nosnap, ratio_lockstep, compute_ratio, boundary_ms,
-    boundary_lockstep_ms;
   for (int round = 0; round < rounds; ++round) {
-    auto b = framework_step_s(model, train, batch, steps, warmup, port, 1);
-    auto c = framework_step_s(model, train, batch, steps, warmup,
-                              static_cast<uint16_t>(port + 1), 0);
-    auto d = framework_step_s(model, train, batch, steps, warmup,
-                              static_cast<uint16_t>(port + 2), 0, false);
+    std::vector<framework_steps> runs;
+    for (size_t v = 0; v < variants.size(); ++v)
+      runs.push_back(framework_step_s(model, train, batch, steps, warmup,
+                                      static_cast<uint16_t>(port + v),
+                                      variants[v].snapshot_every, variants[v].run_ahead));
     plains.push_back(plain_loop_step_s(model, *train, batch, steps, warmup));
     auto a = (plains[plains.size() - 2] + plains.back()) / 2;
-    std::fprintf(stderr, "round %d: plain %.2f | framework %.2f ms (%.3f; compute %.2f), "
-                         "without snapshots %.2f ms (%.3f; compute %.2f), and without "
-                         "run-ahead %.2f ms (%.3f; compute %.2f) | plain %.2f ms\n",
-                 round + 1, plains[plains.size() - 2] * 1e3, b.step_s * 1e3, b.step_s / a,
-                 b.compute_s * 1e3, c.step_s * 1e3, c.step_s / a, c.compute_s * 1e3,
-                 d.step_s * 1e3, d.step_s / a, d.compute_s * 1e3, plains.back() * 1e3);
-    framework = std::min(framework, b.step_s);
-    framework_nosnap = std::min(framework_nosnap, c.step_s);
-    framework_lockstep = std::min(framework_lockstep, d.step_s);
-    ratio.push_back(b.step_s / a);
-    ratio_nosnap.push_back(c.step_s / a);
-    ratio_lockstep.push_back(d.step_s / a);
-    compute_ratio.push_back(c.compute_s / a);
-    boundary_ms.push_back((c.step_s - c.compute_s) * 1e3);
-    boundary_lockstep_ms.push_back((d.step_s - d.compute_s) * 1e3);
+    std::fprintf(stderr, "round %d: plain %.2f", round + 1, plains[plains.size() - 2] * 1e3);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      auto& x = variants[v];
+      const auto& r = runs[v];
+      std::fprintf(stderr, " | %s %.2f ms (%.3f; compute %.2f)", x.name, r.step_s * 1e3,
+                   r.step_s / a, r.compute_s * 1e3);
+      x.best = std::min(x.best, r.step_s);
+      x.ratios.push_back(r.step_s / a);
+      x.compute_ratios.push_back(r.compute_s / a);
+      x.around_ms.push_back((r.step_s - r.compute_s) * 1e3);
+    }
+    std::fprintf(stderr, " | plain %.2f ms\n", plains.back() * 1e3);
   }
   double plain = *std::min_element(plains.begin(), plains.end());
   std::printf("\nOne device, %s, batch %lld, 1 thread, median of %lld steps "
@@ -288,19 +292,15 @@ int main(int argc, char** argv) {
               "rounds' ratios to their plain loops |\n|---|---|---|---|\n");
   std::printf("| plain LibTorch loop (this process) | %.2f | 1.000 | 1.000 |\n",
               plain * 1e3);
-  std::printf("| framework, snapshots every step (default) | %.2f | %.3f | %.3f |\n",
-              framework * 1e3, framework / plain, median(ratio));
-  std::printf("| framework, no snapshots | %.2f | %.3f | %.3f |\n",
-              framework_nosnap * 1e3, framework_nosnap / plain,
-              median(ratio_nosnap));
-  std::printf("| framework, no snapshots, no run-ahead | %.2f | %.3f | %.3f |\n",
-              framework_lockstep * 1e3, framework_lockstep / plain,
-              median(ratio_lockstep));
+  for (auto& x : variants)
+    std::printf("| %s | %.2f | %.3f | %.3f |\n", x.name, x.best * 1e3, x.best / plain,
+                median(x.ratios));
   std::printf("\nWithout snapshots, median over rounds: the replica's compute (forward, "
               "backward, optimizer) %.3f of the plain step; the rest of the step (start "
               "and report messages, loading the batch) %.2f ms, %.2f ms without "
               "run-ahead\n",
-              median(compute_ratio), median(boundary_ms), median(boundary_lockstep_ms));
+              median(variants[1].compute_ratios), median(variants[1].around_ms),
+              median(variants[2].around_ms));
 
   // Transfers: streams of tensor-sized messages between two node processes
   // (data plane, CAF messages) vs raw TCP between two processes. Rounds
