@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "asteroid/planner/allocation.hpp"
+#include "asteroid/planner/co_location.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
@@ -611,6 +612,13 @@ std::vector<int> asteroid_planner::device_order(const cluster& c, const std::str
 
 plan asteroid_planner::make_plan(const model_profile& profile, const cluster& c,
                                  int64_t batch_size) {
+  return plan_co_located(profile, c, batch_size, name(), [&](const cluster& shared) {
+    return search(profile, shared, batch_size);
+  });
+}
+
+plan asteroid_planner::search(const model_profile& profile, const cluster& c,
+                              int64_t batch_size) {
   if (batch_size <= 0)
     throw planner_error("asteroid: batch size must be positive, got " +
                         std::to_string(batch_size));

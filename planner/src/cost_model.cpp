@@ -152,11 +152,23 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
   return steps / static_cast<double>(g) * bytes / bw + steps * lat;
 }
 
+double co_located_slowdown(const plan& p, const cluster& c) {
+  int first = -1;
+  for (const auto& st : p.stages)
+    for (int d : st.devices) {
+      if (first >= 0 && d != first)
+        return c.co_location_slowdown;
+      first = d;
+    }
+  return 1.0;
+}
+
 pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c) {
   pipeline_steps out;
   out.micro_batches = p.micro_batches;
   const auto P = p.num_stages();
   const double micro = static_cast<double>(p.micro_batch_size());
+  const double slowdown = co_located_slowdown(p, c);
   for (int s = 0; s < P; ++s) {
     const auto& st = p.stages[s];
     pipeline_step step;
@@ -164,7 +176,7 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c)
     step.stage = s;
     step.devices = st.devices;
     for (size_t i = 0; i < st.devices.size(); ++i) {
-      double speed = c.devices[st.devices[i]].speed;
+      double speed = c.devices[st.devices[i]].speed / slowdown;
       double f = t.forward_s(st.first_layer, st.end_layer, st.shares[i]) / speed;
       double b = t.backward_s(st.first_layer, st.end_layer, st.shares[i]) / speed;
       step.device_forward_s.push_back(f);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "asteroid/planner/allocation.hpp"
+#include "asteroid/planner/co_location.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
 
@@ -41,6 +42,13 @@ int64_t binomial(int n, int k) {
 
 plan exhaustive_planner::make_plan(const model_profile& profile, const cluster& c,
                                    int64_t batch) {
+  return plan_co_located(profile, c, batch, name(), [&](const cluster& shared) {
+    return search(profile, shared, batch);
+  });
+}
+
+plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
+                                int64_t batch) {
   if (batch <= 0)
     throw planner_error("exhaustive: batch size must be positive");
   const int L = profile.num_layers();

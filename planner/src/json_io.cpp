@@ -330,7 +330,8 @@ cluster parse_cluster(const json& j, const std::string& where) {
   field f{where, ""};
   if (!j.is_object())
     f.fail(std::string("expected an object, got ") + type_name(j));
-  check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms"});
+  check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
+                    "co_location_slowdown"});
   cluster c;
   if (auto* x = optional_member(j, "name"))
     c.name = get_string(*x, f["name"]);
@@ -415,6 +416,12 @@ cluster parse_cluster(const json& j, const std::string& where) {
   for (size_t i = 0; i < n; ++i) {
     c.bandwidth_Bps[i][i] = 0.0;
     c.latency_s[i][i] = 0.0;
+  }
+  if (auto* x = optional_member(j, "co_location_slowdown")) {
+    c.co_location_slowdown = get_positive(*x, f["co_location_slowdown"]);
+    if (c.co_location_slowdown < 1.0)
+      f["co_location_slowdown"].fail("expected at least 1 (a factor by which devices that share "
+                                     "a machine compute slower), got " + x->dump());
   }
   return c;
 }
@@ -523,6 +530,8 @@ void to_json(json& j, const cluster& x) {
     }
     j["latency_ms"] = m;
   }
+  if (x.co_location_slowdown != 1.0)
+    j["co_location_slowdown"] = x.co_location_slowdown;
 }
 
 void from_json(const json& j, cluster& x) {

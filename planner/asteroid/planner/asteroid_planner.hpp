@@ -53,6 +53,10 @@ public:
   static std::vector<int> device_order(const cluster& c, const std::string& ordering);
 
 private:
+  /// The search itself, blind to `cluster::co_location_slowdown` (make_plan
+  /// wraps it in `plan_co_located`).
+  plan search(const model_profile& profile, const cluster& c, int64_t batch_size);
+
   asteroid_options options_;
 };
 

@@ -79,9 +79,13 @@ double transfer_s(const cluster& c, const std::vector<int>& from,
 /// 0 for a group of one.
 double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes);
 
+/// The cluster's `co_location_slowdown` when the plan uses more than one
+/// device, else 1: what every compute step of the plan is slowed by.
+double co_located_slowdown(const plan& p, const cluster& c);
+
 /// The 2P-1 step model of a plan (background.md §1; the profile overload
-/// validates the plan first): compute steps with
-/// per-device times time(share)/speed and ring all-reduce times, and
+/// validates the plan first): compute steps with per-device times
+/// time(share)/speed x `co_located_slowdown`, ring all-reduce times, and
 /// communication steps carrying one micro-batch's boundary activation.
 pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c);
 pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluster& c);

@@ -22,6 +22,10 @@ public:
   std::string name() const override { return "exhaustive"; }
 
 private:
+  /// The search itself, blind to `cluster::co_location_slowdown` (make_plan
+  /// wraps it in `plan_co_located`).
+  plan search(const model_profile& profile, const cluster& c, int64_t batch_size);
+
   int64_t max_evaluations_;
 };
 
