@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace asteroid;
@@ -47,6 +48,7 @@ struct row {
   std::string env, model, planner;
   int mbps = 0;
   double dilation = 1;
+  double co_location = 1; ///< the cluster's co_location_slowdown the planners saw
   int stages = 0, micro_batches = 0, devices = 0;
   double predicted = 0, measured = 0; ///< samples/s in emulated time; measured = best run
   std::vector<double> runs;           ///< every run's samples/s, in order
@@ -64,6 +66,14 @@ std::string join(const std::vector<double>& v, const char* sep) {
     s += (s.empty() ? "" : sep) + std::string(cell);
   }
   return s;
+}
+
+/// Distinct devices a plan computes on.
+int devices_in(const planner::plan& p) {
+  std::set<int> used;
+  for (const auto& st : p.stages)
+    used.insert(st.devices.begin(), st.devices.end());
+  return static_cast<int>(used.size());
 }
 
 /// What a run executes: stages, devices, shares, micro-batches.
@@ -89,12 +99,10 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
   return training::profile_model(m, model, po);
 }
 
-/// Runs `plan` on the cluster; median samples/s of the timed steps, in
-/// emulated time (wall / dilation).
-double measure(const actors::local_cluster& cluster, const std::string& model,
-               const planner::plan& plan, std::shared_ptr<data::dataset> train,
-               int64_t warmup, int64_t steps, double dilation,
-               const std::string& trace_path) {
+/// Runs `plan` on the cluster; the iteration records of the timed steps.
+std::vector<json> run_plan(const actors::local_cluster& cluster, const std::string& model,
+                           const planner::plan& plan, std::shared_ptr<data::dataset> train,
+                           int64_t warmup, int64_t steps, const std::string& trace_path) {
   auto job = bench::emulated_job(model, plan, cluster.endpoints());
   job.trace_path = trace_path;
   job.trace_steps = warmup + steps;
@@ -109,10 +117,43 @@ double measure(const actors::local_cluster& cluster, const std::string& model,
   torch::manual_seed(1);
   auto m = actors::build_model(model, cifar_options());
   auto r = actors::run_job(sys, job, devices, m, train, nullptr);
+  const auto skip = std::min(r.iterations.size(), static_cast<size_t>(warmup));
+  return {r.iterations.begin() + static_cast<std::ptrdiff_t>(skip), r.iterations.end()};
+}
+
+/// Median samples/s of `plan`'s timed steps, in emulated time (wall / dilation).
+double measure(const actors::local_cluster& cluster, const std::string& model,
+               const planner::plan& plan, std::shared_ptr<data::dataset> train,
+               int64_t warmup, int64_t steps, double dilation,
+               const std::string& trace_path) {
   std::vector<double> sps;
-  for (size_t i = static_cast<size_t>(warmup); i < r.iterations.size(); ++i)
-    sps.push_back(plan.batch_size * dilation / r.iterations[i]["seconds"].get<double>());
+  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path))
+    sps.push_back(plan.batch_size * dilation / it["seconds"].get<double>());
   return median(sps);
+}
+
+/// How much slower than the cost model predicts `plan`'s devices compute on
+/// the emulated cluster, per timed step: their emulated busy time over the
+/// predicted compute of the same step (forward and backward of every
+/// micro-batch; what else a replica computes, the optimizer step above all,
+/// is not predicted and counts as slowness in both pilots).
+std::vector<double> compute_vs_prediction(const actors::local_cluster& cluster,
+                                          const std::string& model, const planner::plan& plan,
+                                          std::shared_ptr<data::dataset> train,
+                                          const planner::model_profile& prof,
+                                          const planner::cluster& c, double dilation) {
+  double predicted = 0;
+  for (const auto& st : planner::make_steps(plan, prof, c).steps)
+    for (size_t i = 0; i < st.device_forward_s.size(); ++i)
+      predicted += plan.micro_batches * (st.device_forward_s[i] + st.device_backward_s[i]);
+  std::vector<double> ratios;
+  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "")) {
+    double busy = 0;
+    for (auto& rep : it["replicas"])
+      busy += rep["busy_s"].get<double>();
+    ratios.push_back(busy / dilation / predicted);
+  }
+  return ratios;
 }
 
 void write_plot(const std::string& csv, const std::string& png,
@@ -150,7 +191,7 @@ int main(int argc, char** argv) {
               csv = "throughput.csv", png = "throughput.png", trace_dir;
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
-  double dilation = 0, cpu_budget = 1.5, contender = 0.5;
+  double dilation = 0, cpu_budget = 1.5, contender = 0.5, co_location = 0;
   uint16_t port = 27670;
   app.add_option("--envs", envs, "Environments (examples/clusters/env-X-*.json)")
     ->capture_default_str();
@@ -175,6 +216,11 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-budget", cpu_budget,
                  "Cores the emulated devices may use at once (automatic D)")
     ->capture_default_str();
+  app.add_option("--co-location", co_location,
+                 "The clusters' co_location_slowdown (0: measured per environment and "
+                 "model by two pilot runs; 1: none)")
+    ->capture_default_str()
+    ->check(CLI::Number & (CLI::IsMember({0.0}) | CLI::Range(1.0, 100.0)));
   app.add_option("--base-port", port, "First node port (one per device)")->capture_default_str();
   app.add_option("--csv", csv, "CSV output")->capture_default_str();
   app.add_option("--png", png, "Plot output (gnuplot)")->capture_default_str();
@@ -244,6 +290,51 @@ int main(int argc, char** argv) {
           cluster.keep_logs();
         }
       }
+      // Emulated devices share this machine's caches: with several of them
+      // computing, each computes slower than the profile (measured alone)
+      // says, and one device alone does not. Pilot runs measure it for
+      // this environment and model, in the conditions the plans run in: the
+      // plan Asteroid picks without the factor (when it uses more than one
+      // device) and the best one-device plan, each compute against its
+      // prediction. Their ratio is the cluster's co_location_slowdown, which
+      // every planner of the row then sees.
+      std::map<std::string, planner::cluster> clusters;
+      for (auto& [model, prof] : profiles) {
+        auto& cm = clusters.emplace(model, c).first->second;
+        if (co_location >= 1) {
+          cm.co_location_slowdown = co_location;
+          continue;
+        }
+        try {
+          auto ours = planner::make_planner("asteroid")->make_plan(prof, c, batch);
+          if (devices_in(ours) == 1) {
+            std::fprintf(stderr, "  %s: Asteroid plans one device, no co-location pilot\n",
+                         model.c_str());
+            continue;
+          }
+          // Each pilot twice, alternating, and its fastest step kept: host
+          // noise only ever slows a step down (one slow on-device pilot
+          // once computed at 1.30x its prediction, others at 0.99-1.12x).
+          auto alone = planner::make_planner("on-device")->make_plan(prof, c, batch);
+          double shared = HUGE_VAL, solo = HUGE_VAL;
+          for (int round = 0; round < 2; ++round) {
+            for (double x : compute_vs_prediction(cluster, model, ours, data[model], prof, c, D))
+              shared = std::min(shared, x);
+            for (double x : compute_vs_prediction(cluster, model, alone, data[model], prof, c, D))
+              solo = std::min(solo, x);
+          }
+          cm.co_location_slowdown = std::max(1.0, shared / solo);
+          std::fprintf(stderr,
+                       "  %s: compute %.2fx its prediction in a %d-stage pilot, %.2fx on one "
+                       "device: co-location slowdown %.2f\n",
+                       model.c_str(), shared, ours.num_stages(), solo,
+                       cm.co_location_slowdown);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "  %s: co-location pilot failed (%s); slowdown 1\n",
+                       model.c_str(), e.what());
+          cluster.keep_logs();
+        }
+      }
       // Round 1 runs every plan; later rounds run again the contenders, the
       // plans predicted at least --contender of their row's best prediction
       // (chosen by prediction, so a slow first run cannot decide it), after
@@ -270,10 +361,11 @@ int main(int argc, char** argv) {
       };
       for (auto& [model, prof] : profiles)
         for (auto& p : plan_names) {
-          row r{env, model, p, std::stoi(rate), D};
+          const auto& cm = clusters.at(model);
+          row r{env, model, p, std::stoi(rate), D, cm.co_location_slowdown};
           r.devices = static_cast<int>(c.devices.size());
           try {
-            r.plan = planner::make_planner(p)->make_plan(prof, c, batch);
+            r.plan = planner::make_planner(p)->make_plan(prof, cm, batch);
           } catch (const std::exception& e) {
             // No plan: infeasible in this cluster's memory, or the planner failed.
             const bool infeasible = dynamic_cast<const planner::planner_error*>(&e) != nullptr;
@@ -303,7 +395,7 @@ int main(int argc, char** argv) {
             continue;
           }
           if (!trace_dir.empty()) // the cost model's steps, to read next to the trace
-            for (const auto& st : planner::make_steps(r.plan, prof, c).steps)
+            for (const auto& st : planner::make_steps(r.plan, prof, cm).steps)
               std::fprintf(stderr, "    predicted %s %d: fwd %.4f bwd %.4f ar %.4f s (wall x%.2f)\n",
                            st.type == planner::pipeline_step::kind::compute ? "stage" : "link",
                            st.stage, st.forward_s, st.backward_s, st.allreduce_s, D);
@@ -341,23 +433,24 @@ int main(int argc, char** argv) {
               "one run for the others\n\n",
               static_cast<long long>(batch), static_cast<long long>(steps),
               static_cast<long long>(warmup), repeats, contender);
-  std::printf("| env | Mbps | model | D |");
+  std::printf("| env | Mbps | model | D | co-loc |");
   for (auto& p : plan_names)
     std::printf(" %s |", p.c_str());
-  std::printf(" Asteroid's speedup over each |\n|---|---|---|---|");
+  std::printf(" Asteroid's speedup over each |\n|---|---|---|---|---|");
   for (size_t i = 0; i <= plan_names.size(); ++i)
     std::printf("---|");
   std::printf("\n");
   std::vector<double> errors;
   int rows_total = 0, rows_won = 0, rows_tied = 0;
   std::ofstream out{csv};
-  out << "env,mbps,model,planner,devices,stages,micro_batches,dilation,predicted_sps,"
+  out << "env,mbps,model,planner,devices,stages,micro_batches,dilation,co_location_slowdown,"
+         "predicted_sps,"
          "measured_sps,error_pct,status,runs_sps\n";
   std::ofstream wide{csv + ".wide"};
   for (size_t i = 0; i < rows.size(); i += plan_names.size()) {
     auto& first = rows[i];
-    std::printf("| %s | %d | %s | %.2f |", first.env.c_str(), first.mbps, first.model.c_str(),
-                first.dilation);
+    std::printf("| %s | %d | %s | %.2f | %.2f |", first.env.c_str(), first.mbps,
+                first.model.c_str(), first.dilation, first.co_location);
     wide << first.env << "-" << first.mbps << "-" << first.model;
     // The planner whose run a row's number comes from.
     auto run_of = [](const row& r) { return r.same_as.empty() ? r.planner : r.same_as; };
@@ -386,6 +479,7 @@ int main(int argc, char** argv) {
         errors.push_back(std::fabs(err));
       out << r.env << "," << r.mbps << "," << r.model << "," << r.planner << "," << r.devices
           << "," << r.stages << "," << r.micro_batches << "," << r.dilation << ","
+          << r.co_location << ","
           << r.predicted << "," << r.measured << "," << (std::isnan(err) ? 0 : err) << ","
           << (!r.error.empty() ? r.error.substr(0, r.error.find(':'))
               : r.same_as.empty() ? "ok" : "same plan as " + r.same_as)
