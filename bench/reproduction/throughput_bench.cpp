@@ -290,14 +290,15 @@ int main(int argc, char** argv) {
           cluster.keep_logs();
         }
       }
-      // Emulated devices share this machine's caches: with several of them
-      // computing, each computes slower than the profile (measured alone)
-      // says, and one device alone does not. Pilot runs measure it for
-      // this environment and model, in the conditions the plans run in: the
-      // plan Asteroid picks without the factor (when it uses more than one
-      // device) and the best one-device plan, each compute against its
-      // prediction. Their ratio is the cluster's co_location_slowdown, which
-      // every planner of the row then sees.
+      // Emulated devices share this machine's cores, caches and memory
+      // bandwidth: with several of them computing, each computes slower than
+      // the profile (measured alone) says, and one device alone does not.
+      // Pilot runs measure it for this environment and model, in the
+      // conditions the plans run in: the plan Asteroid picks without the
+      // factor (when it uses more than one device) and the best one-device
+      // plan, each compute against its prediction. Their ratio is the
+      // cluster's co_location_slowdown, which every planner of the row then
+      // sees.
       std::map<std::string, planner::cluster> clusters;
       for (auto& [model, prof] : profiles) {
         auto& cm = clusters.emplace(model, c).first->second;

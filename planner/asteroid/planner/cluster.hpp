@@ -32,8 +32,9 @@ struct cluster {
   /// How many times slower than profiled each device computes when a plan
   /// uses more than one device of the cluster. 1 for devices with hardware of
   /// their own; above 1 for devices emulated side by side on one machine,
-  /// which evict each other's caches (throughput_bench measures it; see
-  /// docs/benchmarks.md). The planners price multi-device plans with it.
+  /// which share its cores, caches and memory bandwidth (throughput_bench
+  /// measures it; see docs/benchmarks.md). The planners price multi-device
+  /// plans with it.
   double co_location_slowdown = 1.0;
 
   int size() const { return static_cast<int>(devices.size()); }
