@@ -27,7 +27,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 
 using namespace asteroid;
@@ -66,14 +65,6 @@ std::string join(const std::vector<double>& v, const char* sep) {
     s += (s.empty() ? "" : sep) + std::string(cell);
   }
   return s;
-}
-
-/// Distinct devices a plan computes on.
-int devices_in(const planner::plan& p) {
-  std::set<int> used;
-  for (const auto& st : p.stages)
-    used.insert(st.devices.begin(), st.devices.end());
-  return static_cast<int>(used.size());
 }
 
 /// What a run executes: stages, devices, shares, micro-batches.
@@ -308,7 +299,7 @@ int main(int argc, char** argv) {
         }
         try {
           auto ours = planner::make_planner("asteroid")->make_plan(prof, c, batch);
-          if (devices_in(ours) == 1) {
+          if (ours.num_devices() == 1) {
             std::fprintf(stderr, "  %s: Asteroid plans one device, no co-location pilot\n",
                          model.c_str());
             continue;

@@ -38,8 +38,9 @@ plan plan_co_located(const model_profile& profile, const cluster& c, int64_t bat
     if (search_failed)
       throw *search_failed;
   }
-  plan best = !shared || (alone && alone->predicted_samples_per_s > shared->predicted_samples_per_s)
-                ? std::move(*alone) : std::move(*shared);
+  const bool alone_wins =
+    !shared || (alone && alone->predicted_samples_per_s > shared->predicted_samples_per_s);
+  plan best = alone_wins ? std::move(*alone) : std::move(*shared);
   best.planner = name;
   return best;
 }

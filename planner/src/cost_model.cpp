@@ -153,14 +153,7 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
 }
 
 double co_located_slowdown(const plan& p, const cluster& c) {
-  int first = -1;
-  for (const auto& st : p.stages)
-    for (int d : st.devices) {
-      if (first >= 0 && d != first)
-        return c.co_location_slowdown;
-      first = d;
-    }
-  return 1.0;
+  return p.num_devices() > 1 ? c.co_location_slowdown : 1.0;
 }
 
 pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c) {

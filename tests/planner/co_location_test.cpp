@@ -40,13 +40,6 @@ struct two_equal_devices {
   }
 };
 
-int devices_used(const plan& p) {
-  int n = 0;
-  for (const auto& st : p.stages)
-    n += static_cast<int>(st.devices.size());
-  return n;
-}
-
 } // namespace
 
 TEST_CASE("co-location slows the compute of multi-device plans only", "[planner][co-location]") {
@@ -83,7 +76,7 @@ TEST_CASE("planners keep one device when co-location costs more than a pipeline 
   asteroid_planner asteroid;
   exhaustive_planner exhaustive;
   auto free = asteroid.make_plan(x.profile, x.c, 16);
-  REQUIRE(devices_used(free) == 2); // both devices help when they share nothing
+  REQUIRE(free.num_devices() == 2); // both devices help when they share nothing
   const double gain = free.predicted_samples_per_s /
                       on_device_planner().make_plan(x.profile, x.c, 16).predicted_samples_per_s;
   REQUIRE(gain > 1.2);
@@ -94,7 +87,7 @@ TEST_CASE("planners keep one device when co-location costs more than a pipeline 
       auto shared = p->make_plan(x.profile, x.c, 16);
       INFO(p->name());
       CHECK(shared.planner == p->name());
-      CHECK(devices_used(shared) == 2);
+      CHECK(shared.num_devices() == 2);
       CHECK(shared.predicted_samples_per_s == Approx(free.predicted_samples_per_s / 1.1));
     }
   }
@@ -105,7 +98,7 @@ TEST_CASE("planners keep one device when co-location costs more than a pipeline 
       auto shared = p->make_plan(x.profile, x.c, 16);
       INFO(p->name());
       CHECK(shared.planner == p->name());
-      CHECK(devices_used(shared) == 1);
+      CHECK(shared.num_devices() == 1);
       CHECK(shared.predicted_samples_per_s == Approx(alone.predicted_samples_per_s));
     }
   }
@@ -130,7 +123,7 @@ TEST_CASE("asteroid matches exhaustive search under co-location (random instance
     }
     as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
     ++compared;
-    (devices_used(ex) == 1 ? one_device : several)++;
+    (ex.num_devices() == 1 ? one_device : several)++;
     // Both are priced on the same cluster, the factor included.
     auto again = as;
     evaluate(again, inst.profile, inst.c);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct plan {
 
   int64_t micro_batch_size() const { return batch_size / micro_batches; }
   int num_stages() const { return static_cast<int>(stages.size()); }
+  /// Distinct devices the plan computes on.
+  int num_devices() const {
+    std::set<int> used;
+    for (const auto& st : stages)
+      used.insert(st.devices.begin(), st.devices.end());
+    return static_cast<int>(used.size());
+  }
 };
 
 } // namespace asteroid::planner
