@@ -8,6 +8,9 @@
 
 namespace asteroid::planner {
 
+namespace {
+
+/// `c` as every plan of two or more devices sees it.
 cluster as_co_located(const cluster& c) {
   cluster shared = c;
   for (auto& d : shared.devices)
@@ -15,6 +18,8 @@ cluster as_co_located(const cluster& c) {
   shared.co_location_slowdown = 1.0;
   return shared;
 }
+
+} // namespace
 
 plan plan_co_located(const model_profile& profile, const cluster& c, int64_t batch_size,
                      const std::string& name,

@@ -9,15 +9,12 @@
 
 namespace asteroid::planner {
 
-/// `c` as every plan of two or more devices sees it: each device
-/// `co_location_slowdown` times slower, and the factor itself then 1.
-cluster as_co_located(const cluster& c);
-
 /// A search that prices compute by speeds alone (the DP, the exhaustive
 /// enumeration) made aware of `cluster::co_location_slowdown`, which only
-/// applies to plans that use more than one device: `search` runs on
-/// `as_co_located(c)`, where every multi-device plan costs what the cost
-/// model says on `c`, and the best one-device plan (the on-device planner's,
+/// applies to plans that use more than one device: `search` runs on `c`
+/// with every device `co_location_slowdown` times slower (and the factor
+/// then 1), where every multi-device plan costs what the cost model says on
+/// `c`, and the best one-device plan (the on-device planner's,
 /// which does not pay the factor) is kept instead when it is predicted
 /// faster. The result is evaluated on `c` and named `name`. With a slowdown
 /// of 1 this is `search(c)`.
