@@ -1,6 +1,7 @@
 #include "asteroid/planner/instruction.hpp"
 
 #include <sstream>
+#include <stdexcept>
 
 namespace asteroid::planner {
 
@@ -17,6 +18,18 @@ std::string to_string(op kind) {
     case op::optimizer_step: return "STEP";
   }
   return "?";
+}
+
+op parse_op(const std::string& mnemonic) {
+  std::string known;
+  for (size_t i = 0; i < num_ops; ++i) {
+    auto kind = static_cast<op>(i);
+    if (to_string(kind) == mnemonic)
+      return kind;
+    known += (known.empty() ? "" : ", ") + to_string(kind);
+  }
+  throw std::invalid_argument("unknown instruction '" + mnemonic
+                              + "' (known: " + known + ")");
 }
 
 bool has_micro_batch(op kind) {

@@ -269,6 +269,34 @@ stage_plan parse_stage(const json& j, const field& f) {
   return s;
 }
 
+// --- instructions ------------------------------------------------------------
+
+instruction parse_instruction(const json& j, const field& f) {
+  if (!j.is_object())
+    f.fail(std::string("expected an object, got ") + type_name(j));
+  check_keys(j, f, {"op", "mb", "peer"});
+  instruction in;
+  auto mnemonic = get_string(member(j, f, "op"), f["op"]);
+  try {
+    in.kind = parse_op(mnemonic);
+  } catch (const std::invalid_argument& e) {
+    f["op"].fail(e.what());
+  }
+  // -1 ("does not apply") is the default; anything below it is an error.
+  auto index = [&](const char* key) {
+    auto* x = optional_member(j, key);
+    if (!x)
+      return -1;
+    auto v = get_int(*x, f[key]);
+    if (v < -1 || v > (int64_t{1} << 30))
+      f[key].fail("out of range: " + std::to_string(v));
+    return static_cast<int>(v);
+  };
+  in.micro_batch = index("mb");
+  in.peer_stage = index("peer");
+  return in;
+}
+
 json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in)
@@ -562,6 +590,28 @@ void to_json(json& j, const plan& x) {
 
 void from_json(const json& j, plan& x) {
   x = parse_plan(j, "plan");
+}
+
+void to_json(json& j, const instruction& x) {
+  j = json{{"op", to_string(x.kind)}};
+  if (x.micro_batch >= 0)
+    j["mb"] = x.micro_batch;
+  if (x.peer_stage >= 0)
+    j["peer"] = x.peer_stage;
+}
+
+void from_json(const json& j, instruction& x) {
+  x = parse_instruction(j, field{"instruction", ""});
+}
+
+std::vector<instruction> parse_instructions(const json& j, const std::string& where) {
+  field f{where, ""};
+  const auto& items = get_array(j, f);
+  std::vector<instruction> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    out.push_back(parse_instruction(items[i], f[i]));
+  return out;
 }
 
 model_profile load_model_profile_file(const std::string& path) {

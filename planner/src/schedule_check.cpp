@@ -325,6 +325,18 @@ private:
 
 } // namespace
 
+void check_stream(const instruction_stream& stream, int num_stages,
+                  int micro_batches) {
+  if (num_stages < 1 || stream.stage < 0 || stream.stage >= num_stages)
+    throw std::runtime_error("schedule check: " + owner(stream) +
+                             ": stage out of range [0, " +
+                             std::to_string(num_stages) + ")");
+  if (micro_batches < 1)
+    throw std::runtime_error("schedule check: micro_batches=" +
+                             std::to_string(micro_batches));
+  check_structure(stream, num_stages, micro_batches);
+}
+
 schedule_check_report check_schedule(
     const std::vector<instruction_stream>& streams, int micro_batches,
     send_semantics semantics) {

@@ -1,3 +1,4 @@
+#include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/schedule.hpp"
 #include "asteroid/planner/schedule_check.hpp"
 
@@ -392,4 +393,59 @@ TEST_CASE("schedule registry") {
   CHECK_NOTHROW(check_schedule(streams, 4));
   REQUIRE_THROWS_WITH(register_schedule(std::make_shared<gpipe_schedule>()),
                       Catch::Contains("'gpipe' is already registered"));
+}
+
+TEST_CASE("instructions travel as JSON and parse back to the same stream") {
+  for (size_t i = 0; i < num_ops; ++i) {
+    auto kind = static_cast<op>(i);
+    CHECK(parse_op(to_string(kind)) == kind);
+  }
+  REQUIRE_THROWS_WITH(parse_op("JUMP"),
+                      Catch::Contains("unknown instruction 'JUMP'") &&
+                          Catch::Contains("LOAD, FWD, SEND_ACT"));
+  for (auto kind : {schedule_kind::one_f_one_b, schedule_kind::gpipe})
+    for (const auto& s : compile_schedule(make_plan(3, 4), kind)) {
+      nlohmann::json j = s.instructions;
+      CHECK(parse_instructions(j, "stream") == s.instructions);
+    }
+  nlohmann::json send = instruction{op::send_activation, 2, 1};
+  CHECK(send.dump() == R"({"mb":2,"op":"SEND_ACT","peer":1})");
+  nlohmann::json step = instruction{op::optimizer_step, -1, -1};
+  CHECK(step.dump() == R"({"op":"STEP"})");
+  auto bad = [](const char* text) {
+    return parse_instructions(nlohmann::json::parse(text), "stream");
+  };
+  REQUIRE_THROWS_WITH(bad(R"([{"op": "FWD", "mb": 0}, {"op": 3}])"),
+                      Catch::Contains("stream: [1].op: expected a string"));
+  REQUIRE_THROWS_WITH(bad(R"([{"op": "FWD", "mb": -7}])"),
+                      Catch::Contains("[0].mb: out of range: -7"));
+  REQUIRE_THROWS_WITH(bad(R"([{"op": "FWD", "micro_batch": 0}])"),
+                      Catch::Contains("[0].micro_batch: unknown field"));
+  REQUIRE_THROWS_WITH(bad(R"({"op": "FWD"})"),
+                      Catch::Contains("stream: expected an array"));
+}
+
+TEST_CASE("check_stream checks one replica's stream without its peers") {
+  auto streams = compile_schedule(make_plan(3, 4), schedule_kind::one_f_one_b);
+  for (const auto& s : streams)
+    CHECK_NOTHROW(check_stream(s, 3, 4));
+  auto s1 = streams[1];
+  // A stream from another pipeline: its peers do not exist here.
+  REQUIRE_THROWS_WITH(check_stream(s1, 1, 4),
+                      Catch::Contains("stage out of range [0, 1)"));
+  // More micro-batches than the replica has rows for.
+  REQUIRE_THROWS_WITH(check_stream(s1, 3, 2),
+                      Catch::Contains("micro-batch out of range [0, 2)"));
+  auto skipped = s1;
+  skipped.instructions.erase(skipped.instructions.begin()); // first RECV_ACT
+  REQUIRE_THROWS_WITH(check_stream(skipped, 3, 4),
+                      Catch::Contains("s1r0") && Catch::Contains("no RECV_ACT of mb=0"));
+  auto wrong_peer = s1;
+  for (auto& in : wrong_peer.instructions)
+    if (in.kind == op::send_activation) {
+      in.peer_stage = 0;
+      break;
+    }
+  REQUIRE_THROWS_WITH(check_stream(wrong_peer, 3, 4),
+                      Catch::Contains("peer must be s2"));
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ struct instruction {
 /// Short mnemonic of an op: LOAD, FWD, SEND_ACT, RECV_ACT, BWD, SEND_GRAD,
 /// RECV_GRAD, ALLREDUCE, STEP.
 std::string to_string(op kind);
+/// The op of a mnemonic (`to_string(op)`); throws std::invalid_argument
+/// naming the unknown text and the known mnemonics.
+op parse_op(const std::string& mnemonic);
+/// Number of ops: `static_cast<size_t>(kind) < num_ops` for every op (dispatch
+/// tables indexed by op).
+constexpr size_t num_ops = static_cast<size_t>(op::optimizer_step) + 1;
 
 /// One instruction without its owner, e.g. `FWD mb=2` or
 /// `SEND_ACT mb=0 to=s2`.

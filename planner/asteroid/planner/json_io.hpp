@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/instruction.hpp"
 #include "asteroid/planner/model_profile.hpp"
 #include "asteroid/planner/plan.hpp"
 
@@ -28,11 +29,19 @@ void to_json(nlohmann::json& j, const stage_plan& x);
 void from_json(const nlohmann::json& j, stage_plan& x);
 void to_json(nlohmann::json& j, const plan& x);
 void from_json(const nlohmann::json& j, plan& x);
+/// An instruction as `{"op": "SEND_ACT", "mb": 2, "peer": 1}`; "mb" and
+/// "peer" are left out where they are -1.
+void to_json(nlohmann::json& j, const instruction& x);
+void from_json(const nlohmann::json& j, instruction& x);
 
 /// Parses `j` with `where` (a file name or "cluster") leading every error.
 model_profile parse_model_profile(const nlohmann::json& j, const std::string& where);
 cluster parse_cluster(const nlohmann::json& j, const std::string& where);
 plan parse_plan(const nlohmann::json& j, const std::string& where);
+/// Parses an array of instructions (an instruction stream shipped to a
+/// replica); errors name `where` and the index ("stream[3].op: ...").
+std::vector<instruction> parse_instructions(const nlohmann::json& j,
+                                            const std::string& where);
 
 model_profile load_model_profile_file(const std::string& path);
 void save_model_profile_file(const model_profile& x, const std::string& path);

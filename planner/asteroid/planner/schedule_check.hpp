@@ -55,4 +55,12 @@ schedule_check_report check_schedule(
     const std::vector<instruction_stream>& streams, int micro_batches,
     send_semantics semantics = send_semantics::buffered);
 
+/// The per-stream half of `check_schedule`: what one replica can check of
+/// the stream it was given, without its peers' streams (every micro-batch
+/// loaded, received, computed and sent once and in order; peers are the
+/// neighbouring stages of a pipeline of `num_stages`; ends with ALLREDUCE,
+/// STEP). Throws std::runtime_error naming the instruction and the problem.
+void check_stream(const instruction_stream& stream, int num_stages,
+                  int micro_batches);
+
 } // namespace asteroid::planner
