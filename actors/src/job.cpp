@@ -3,8 +3,8 @@
 #include "supervisor.hpp"
 
 #include "asteroid/actors/node.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
+#include "asteroid/training/model_registry.hpp"
 
 namespace asteroid::actors {
 
@@ -50,7 +50,7 @@ job_result run_job(const job_spec& job) {
       spec.model_options["image_size"] = shape[1];
   }
   torch::manual_seed(job.seed);
-  auto model = build_model(job.model, spec.model_options);
+  auto model = training::build_model(job.model, spec.model_options);
   // -- nodes --
   caf::actor_system_config cfg;
   configure(cfg);

@@ -3,6 +3,7 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/plan_validation.hpp"
 #include "asteroid/planner/schedule.hpp"
+#include "asteroid/training/loss.hpp"
 
 #include <fstream>
 #include <set>
@@ -136,7 +137,8 @@ job_spec parse_job(const json& j, const std::string& where) {
     "seed", "nodes", "plan", "planner", "schedule", "credit_window",
     "metrics", "trace", "trace_steps", "evaluate", "progress",
     "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-    "faults", "profile_node", "measure_links", "data_plane", "run_ahead"};
+    "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
+    "loss"};
   for (auto& [key, value] : j.items())
     if (!known.count(key))
       throw std::invalid_argument(where + ": unknown field '" + key + "'");
@@ -170,6 +172,12 @@ job_spec parse_job(const json& j, const std::string& where) {
   field("measure_links", s.measure_links);
   field("data_plane", s.data_plane);
   field("schedule", s.schedule);
+  field("loss", s.loss);
+  try {
+    training::find_loss(s.loss);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(where + ": field 'loss': " + e.what());
+  }
   field("credit_window", s.credit_window);
   field("metrics", s.metrics_path);
   field("trace", s.trace_path);

@@ -5,6 +5,7 @@
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <nlohmann/json.hpp>
@@ -318,7 +319,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
             po.slowdown = opts.slowdown;
             po.device = opts.name;
             auto name = j.at("model").get<std::string>();
-            auto model = build_model(name, j.at("model_options"));
+            auto model = training::build_model(name, j.at("model_options"));
             auto profile = training::profile_model(model, name, po);
             rp.deliver(std::string{}, nlohmann::json(profile).dump());
           } catch (const std::exception& e) {

@@ -12,6 +12,8 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/plan_patch.hpp"
 #include "asteroid/planner/planner.hpp"
+#include "asteroid/planner/schedule.hpp"
+#include "asteroid/planner/schedule_check.hpp"
 #include "asteroid/serialization/checkpoint.hpp"
 #include "asteroid/training/profiler.hpp"
 
@@ -218,6 +220,11 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   auto window = job_.credit_window > 0 ? job_.credit_window : P + 1;
   auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(30);
   int local = 0, shipped = 0;
+  // Every replica's instructions, compiled and proven deadlock-free once per
+  // deployment; a replica executes what it is shipped.
+  auto streams = planner::compile_schedule(p, planner::find_schedule(job_.schedule));
+  planner::check_schedule(streams, p.micro_batches);
+  size_t next_stream = 0;
   for (int s = 0; s < P; ++s) {
     const auto& st = p.stages[s];
     std::string shared_state; // encoded once per stage, when needed
@@ -248,7 +255,11 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
         spec.prev_shares = p.stages[s - 1].shares;
       if (s + 1 < P)
         spec.next_shares = p.stages[s + 1].shares;
-      spec.schedule = job_.schedule;
+      const auto& compiled = streams.at(next_stream++);
+      if (compiled.stage != s || compiled.replica != static_cast<int>(r))
+        throw std::logic_error("compile_schedule returned streams out of order");
+      spec.stream = compiled.instructions;
+      spec.loss = job_.loss;
       spec.optimizer = job_.optimizer;
       spec.credit_window = window;
       spec.slowdown = 1.0;

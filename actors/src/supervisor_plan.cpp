@@ -3,7 +3,6 @@
 
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/planner/cost_model.hpp"
@@ -11,6 +10,7 @@
 #include "asteroid/planner/plan_patch.hpp"
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <spdlog/spdlog.h>
@@ -74,7 +74,7 @@ const planner::model_profile& supervisor::profile() {
                                    job_.model, job_.model_options, popts,
                                    milliseconds(job_.step_timeout_ms));
       } else {
-        auto probe = build_model(job_.model, job_.model_options);
+        auto probe = training::build_model(job_.model, job_.model_options);
         profile_ = training::profile_model(probe, job_.model, popts);
       }
     }

@@ -3,7 +3,6 @@
 
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/planner/cost_model.hpp"

@@ -4,7 +4,6 @@
 #include "asteroid/actors/link_switch.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/planner/cost_model.hpp"

@@ -8,11 +8,11 @@
 // Nodes are local processes on loopback; "slowdown" factors are emulated.
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <CLI/CLI.hpp>
@@ -66,7 +66,7 @@ actors::job_result run(actors::job_spec job, int nodes, uint16_t port,
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
   torch::manual_seed(job.seed);
-  auto model = actors::build_model(job.model, job.model_options);
+  auto model = training::build_model(job.model, job.model_options);
   return actors::run_job(sys, job, devices, model, train, nullptr);
 }
 
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     training::profiler_options po;
     po.batch_sizes = {1, std::max<int64_t>(1, batch / micro / 4), batch / micro, batch};
     torch::manual_seed(1);
-    auto m = actors::build_model(model, json::object());
+    auto m = training::build_model(model, json::object());
     auto prof = training::profile_model(m, model, po);
     base.profile_path = "/tmp/asteroid-fault-bench-profile.json";
     planner::save_model_profile_file(prof, base.profile_path);

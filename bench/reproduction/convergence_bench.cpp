@@ -10,11 +10,11 @@
 #include "emulated_env.hpp"
 
 #include "asteroid/actors/job.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/training/evaluate.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <CLI/CLI.hpp>
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   po.batch_sizes = {1, 2, 4, 8, 16, 32};
   po.device = "local";
   torch::manual_seed(1);
-  auto profiled = actors::build_model(model, json::object());
+  auto profiled = training::build_model(model, json::object());
   auto profile = training::profile_model(profiled, model, po);
   actors::local_cluster cluster{env.nodes};
   caf::actor_system_config cfg;
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   for (auto& name : bench::split_list(planners)) {
     auto plan = planner::make_planner(name)->make_plan(profile, env.cluster, batch);
     torch::manual_seed(1);
-    auto m = actors::build_model(model, json::object());
+    auto m = training::build_model(model, json::object());
     points.push_back({name, 0, 0, training::evaluate(m, *test, 500, test_limit).accuracy});
     double t = 0;
     for (int64_t done = 0; done < steps; done += chunk) {

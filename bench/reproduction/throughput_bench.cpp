@@ -9,13 +9,13 @@
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <CLI/CLI.hpp>
@@ -86,7 +86,7 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
   po.repeats = 5;
   po.device = "local";
   torch::manual_seed(1);
-  auto m = actors::build_model(model, cifar_options());
+  auto m = training::build_model(model, cifar_options());
   return training::profile_model(m, model, po);
 }
 
@@ -106,7 +106,7 @@ std::vector<json> run_plan(const actors::local_cluster& cluster, const std::stri
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(5));
   torch::manual_seed(1);
-  auto m = actors::build_model(model, cifar_options());
+  auto m = training::build_model(model, cifar_options());
   auto r = actors::run_job(sys, job, devices, m, train, nullptr);
   const auto skip = std::min(r.iterations.size(), static_cast<size_t>(warmup));
   return {r.iterations.begin() + static_cast<std::ptrdiff_t>(skip), r.iterations.end()};

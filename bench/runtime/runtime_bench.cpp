@@ -8,10 +8,10 @@
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
-#include "asteroid/kernels/allocator.hpp"
 #include "asteroid/data/sampler.hpp"
+#include "asteroid/kernels/allocator.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 
 #include <CLI/CLI.hpp>
@@ -47,7 +47,7 @@ double seconds_since(steady::time_point t0) {
 double plain_loop_step_s(const std::string& model_name, const data::dataset& train,
                          int64_t batch, int64_t steps, int64_t warmup) {
   torch::manual_seed(1);
-  auto model = actors::build_model(model_name, json::object());
+  auto model = training::build_model(model_name, json::object());
   model->train();
   training::optimizer_options o;
   o.lr = 0.02;
@@ -98,7 +98,7 @@ framework_steps framework_step_s(const std::string& model_name,
   job.fault_tolerance.snapshot_every = snapshot_every;
   job.run_ahead = run_ahead;
   torch::manual_seed(1);
-  auto model = actors::build_model(model_name, json::object());
+  auto model = training::build_model(model_name, json::object());
   planner::plan p;
   p.planner = "bench";
   p.batch_size = batch;

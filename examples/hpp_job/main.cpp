@@ -1,16 +1,18 @@
 // A hybrid-pipeline training job written against the library API.
 //
-// It defines its own model (a small MLP built layer by layer), registers it
-// under a name so that devices can build it, starts three devices inside this
-// process (node processes work the same way: `asteroid node` + connect()),
-// writes a plan by hand -- stage 0 on one device, stage 1 on two devices with
-// unequal shares of every micro-batch -- and trains on a synthetic dataset.
+// It defines its own model (a small MLP built layer by layer) and its own loss
+// (cross-entropy with label smoothing), registers both under names so that
+// devices can build them, starts three devices inside this process (node
+// processes work the same way: `asteroid node` + connect()), writes a plan by
+// hand -- stage 0 on one device, stage 1 on two devices with unequal shares of
+// every micro-batch -- and trains on a synthetic dataset.
 //
 // Run: ./example_hpp_job   (exits 1 if the loss does not go down)
 #include <asteroid/actors/job.hpp>
 #include <asteroid/actors/node.hpp>
-#include <asteroid/actors/replica.hpp>
 #include <asteroid/data/make_dataset.hpp>
+#include <asteroid/training/loss.hpp>
+#include <asteroid/training/model_registry.hpp>
 
 #include <cstdio>
 
@@ -25,8 +27,23 @@ models::sequential_model my_model(const nlohmann::json&) {
   return m;
 }
 
+// A loss returns the *sum* over the rows it is given: each last-stage replica
+// holds only its share of a micro-batch, and the runtime divides by the
+// mini-batch size so that the replicas' gradients add up to the mean's.
+torch::Tensor smoothed_cross_entropy(const torch::Tensor& output,
+                                     const torch::Tensor& target) {
+  namespace F = torch::nn::functional;
+  return F::cross_entropy(output, target,
+                          F::CrossEntropyFuncOptions()
+                            .reduction(torch::kSum)
+                            .label_smoothing(0.1));
+}
+
 int main() {
-  actors::register_model_factory("my_mlp", &my_model);
+  // Devices in other processes (`asteroid node`) would need the same two
+  // registrations: build them into your own node program.
+  training::register_model_factory("my_mlp", &my_model);
+  training::register_loss("smoothed_cross_entropy", &smoothed_cross_entropy);
 
   data::dataset_options d;
   d.count = 512;
@@ -52,6 +69,7 @@ int main() {
 
   actors::job_spec job;
   job.model = "my_mlp";
+  job.loss = "smoothed_cross_entropy";
   job.batch_size = plan.batch_size;
   job.micro_batches = plan.micro_batches;
   job.plan = plan;

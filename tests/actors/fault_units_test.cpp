@@ -3,9 +3,9 @@
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/link_switch.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 
 #include <catch2/catch.hpp>
@@ -57,7 +57,7 @@ TEST_CASE("heartbeat_monitor: ignores answers it never asked for, catches up "
 TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
           "bad keys") {
   torch::manual_seed(1);
-  auto model = actors::build_model("mlp", json::object());
+  auto model = training::build_model("mlp", json::object());
   auto state = [&](int a, int b) {
     return serialization::encode_tensors(
       actors::capture_stage_state(model, a, b, nullptr));
@@ -83,7 +83,7 @@ TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
   CHECK(fresh.put("L1-3", 3, state(1, 3)).empty());
   auto merged = fresh.assemble(0, 3, 3);
   REQUIRE_FALSE(merged.empty());
-  auto other = actors::build_model("mlp", json::object());
+  auto other = training::build_model("mlp", json::object());
   actors::load_stage_state(other, 0, 3, nullptr,
                            serialization::decode_tensors(merged));
   for (auto& [name, t] : model->range_state(0, 3))
@@ -99,7 +99,7 @@ TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
 
 TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
   torch::manual_seed(2);
-  auto model = actors::build_model("mlp", json::object());
+  auto model = training::build_model("mlp", json::object());
   training::optimizer_options o;
   o.lr = 0.1;
   o.momentum = 0.9;
@@ -117,7 +117,7 @@ TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
   // One replica now runs all layers (a lost stage merged into its neighbour).
   auto merged = s0;
   merged.insert(merged.end(), s1.begin(), s1.end());
-  auto copy = actors::build_model("mlp", json::object());
+  auto copy = training::build_model("mlp", json::object());
   auto opt = training::make_optimizer(o, copy->range_parameters(0, L));
   actors::load_stage_state(copy, 0, L, opt.get(), merged);
   // Same next step on both sides: same weights.

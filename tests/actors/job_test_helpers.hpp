@@ -3,9 +3,10 @@
 // the single-device reference run, plans, jobs and local clusters.
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
-#include "asteroid/actors/replica.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
+#include "asteroid/training/loss.hpp"
+#include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,10 +29,10 @@ inline std::shared_ptr<data::dataset> synthetic(int64_t count) {
 
 inline models::sequential_model fresh_model(const std::string& name, uint64_t seed) {
   torch::manual_seed(seed);
-  return actors::build_model(name, json::object());
+  return training::build_model(name, json::object());
 }
 
-/// Single-device training on the same data order. `accumulate` > 1 runs each
+/// Single-device training on the same data order and loss. `accumulate` > 1 runs each
 /// mini-batch as that many micro-batches with summed gradients (what the
 /// pipeline does, which only matters for BatchNorm).
 inline models::sequential_model reference(const actors::job_spec& job,
@@ -51,10 +52,8 @@ inline models::sequential_model reference(const actors::job_spec& job,
       auto mbs = job.batch_size / accumulate;
       for (int m = 0; m < accumulate; ++m) {
         auto out = model->forward(b.inputs.slice(0, m * mbs, (m + 1) * mbs));
-        auto loss = torch::nn::functional::cross_entropy(
-                      out, b.targets.slice(0, m * mbs, (m + 1) * mbs),
-                      torch::nn::functional::CrossEntropyFuncOptions()
-                        .reduction(torch::kSum))
+        auto loss = training::find_loss(job.loss)(
+                      out, b.targets.slice(0, m * mbs, (m + 1) * mbs))
                     / static_cast<double>(job.batch_size);
         loss.backward();
       }

@@ -7,6 +7,7 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/schedule.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
+#include "asteroid/training/loss.hpp"
 #include "asteroid/training/model_options_json.hpp"
 #include "asteroid/training/optimizer.hpp"
 
@@ -94,6 +95,40 @@ TEST_CASE("in-process HPP: GPipe, 3 stages, credit window 1") {
   CHECK(diff < 1e-4);
   for (auto& rep : r.iterations.back()["replicas"])
     CHECK(rep["max_unacked"].get<int>() <= 1);
+}
+
+TEST_CASE("in-process HPP trains with the loss the job names (a registered "
+          "one), like single-device training with it") {
+  // Label smoothing changes every gradient, so weights that match the
+  // reference prove the replicas computed this loss, not cross-entropy.
+  training::register_loss("test_label_smoothing",
+                          [](const torch::Tensor& out, const torch::Tensor& y) {
+                            namespace F = torch::nn::functional;
+                            return F::cross_entropy(
+                              out, y,
+                              F::CrossEntropyFuncOptions()
+                                .reduction(torch::kSum)
+                                .label_smoothing(0.2));
+                          });
+  auto train = synthetic(12 * 20);
+  auto job = base_job("mlp", make_plan(12, 2, {{0, 2, {0}, {6}},
+                                               {2, 3, {1, 2}, {2, 4}}}));
+  job.loss = "test_label_smoothing";
+  auto r = run_in_process(job, 3, train);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  auto plain = job;
+  plain.loss = "cross_entropy";
+  CHECK(max_abs_diff(r.model, reference(plain, *train)) > 1e-3);
+}
+
+TEST_CASE("a job naming an unknown loss is refused before anything runs") {
+  json j = {{"model", "mlp"}, {"nodes", {"127.0.0.1:27001"}},
+            {"planner", "asteroid"}, {"loss", "no_such_loss"}};
+  REQUIRE_THROWS_WITH(actors::parse_job(j, "job.json"),
+                      Catch::Contains("job.json: field 'loss': unknown loss "
+                                      "'no_such_loss' (known: cross_entropy"));
 }
 
 TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
@@ -275,6 +310,21 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   spec.end_layer = 3;
   spec.batch_size = 8;
   spec.shares = {8};
+  // A stream that would send to a stage that does not exist, or that never
+  // steps, is refused on arrival: a replica runs only checked streams.
+  spec.stream = {{planner::op::send_activation, 0, 1}};
+  CHECK_THAT(deploy(actors::to_json(spec).dump(), ""),
+             Catch::Contains("replica spec: schedule check: s0r0 instruction 0 "
+                             "(SEND_ACT mb=0 to=s1)"));
+  spec.stream = planner::find_schedule("1f1b").stream(0, 1, 1);
+  spec.stream.pop_back();
+  CHECK_THAT(deploy(actors::to_json(spec).dump(), ""),
+             Catch::Contains("no STEP"));
+  auto bad_op = actors::to_json(spec);
+  bad_op["stream"][0]["op"] = "JUMP";
+  CHECK_THAT(deploy(bad_op.dump(), ""),
+             Catch::Contains("stream: [0].op: unknown instruction 'JUMP'"));
+  spec.stream = planner::find_schedule("1f1b").stream(0, 1, 1);
   CHECK_THAT(deploy(actors::to_json(spec).dump(), "garbage"),
              Catch::Contains("deploy on node0"));
   CHECK(pong());

@@ -11,6 +11,7 @@
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/plan.hpp"
 #include "asteroid/training/evaluate.hpp"
+#include "asteroid/training/loss.hpp"
 #include "asteroid/training/trainer_options.hpp"
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,10 @@ struct job_spec {
   /// (data_plane.hpp); false: in CAF messages, as before the data plane.
   bool data_plane = true;
   std::string schedule = "1f1b";
+  /// Loss of the last stage (training::find_loss: "cross_entropy", or one the
+  /// program registered with training::register_loss in every process that
+  /// hosts a last-stage replica).
+  std::string loss = training::default_loss;
   int credit_window = 0;         ///< 0: number of stages + 1
   std::string metrics_path;      ///< JSON lines ("-": stdout, empty: none)
   std::string trace_path;        ///< Chrome trace of the first trace_steps

@@ -3,7 +3,7 @@
 /// Messages of the Asteroid runtime (CAF 0.17 atoms) and the configuration
 /// every actor system of a job needs.
 ///
-/// Rule (docs/caf-0.17-notes.md): no `float`/`double` ever travels as a CAF
+/// Rule (docs/runtime.md, "Messages"): no `float`/`double` ever travels as a CAF
 /// message field. Tensors are `serialization::encode_tensor(s)` byte strings,
 /// reports and specs are JSON text; every other field is an integer, a string
 /// or an actor handle, so only built-in CAF types cross the wire and nothing

@@ -2,8 +2,9 @@
 /// \file
 /// Measuring the cluster from the supervisor (issue #4): a layer profile
 /// taken *on a node* (its CPU, its emulated slowdown) and the bandwidth and
-/// latency of every link between nodes, measured over the same CAF path the
-/// runtime's tensors take.
+/// latency of every link between nodes, measured over the path the runtime's
+/// tensors take (the data plane where both nodes have one, else CAF messages;
+/// `link_probe_options::path`).
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/model_profile.hpp"

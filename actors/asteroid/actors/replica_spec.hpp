@@ -1,0 +1,61 @@
+#pragma once
+/// \file
+/// What a device needs to build one replica of one stage: its layers, shares,
+/// neighbours' shares, hyper-parameters and the instruction stream it runs.
+/// The supervisor fills it and ships it as JSON in the deployment.
+#include "asteroid/planner/instruction.hpp"
+#include "asteroid/training/loss.hpp"
+#include "asteroid/training/trainer_options.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors {
+
+struct replica_spec {
+  std::string model;                  ///< name for training::build_model
+  nlohmann::json model_options;       ///< training::to_json(model_options)
+  int stage = 0;
+  int num_stages = 1;
+  int replica = 0;
+  int first_layer = 0;
+  int end_layer = 0;
+  int64_t batch_size = 0;             ///< mini-batch size (loss scaling)
+  int micro_batches = 1;
+  std::vector<int64_t> shares;        ///< this stage's shares per replica
+  std::vector<int64_t> prev_shares;   ///< previous stage's (empty if first)
+  std::vector<int64_t> next_shares;   ///< next stage's (empty if last)
+  /// The instructions this replica executes every step, compiled and checked
+  /// by the supervisor (planner::compile_schedule, check_schedule); the
+  /// replica checks them again on arrival (planner::check_stream).
+  std::vector<planner::instruction> stream;
+  /// Loss of the last stage (training::find_loss).
+  std::string loss = training::default_loss;
+  training::optimizer_options optimizer;
+  /// Un-acknowledged micro-batches allowed per link and direction (credits).
+  int credit_window = 4;
+  /// Emulated slowdown: compute is padded to this factor × measured time.
+  double slowdown = 1.0;
+  /// Name for logs and traces ("s1r0@node2").
+  std::string label;
+  /// Per-receive limit: a replica waiting longer for a tensor reports a
+  /// failure naming what it waited for.
+  int64_t recv_timeout_ms = 60000;
+  /// Deployment generation: bumped by every recovery, so that reports and
+  /// failures of replicas from before a fault can be told apart.
+  int generation = 0;
+  /// Snapshot (weights + optimizer state) at the start of every step that
+  /// is a multiple of this, to the home device and to the backup device
+  /// (`peer_backup`); 0: never.
+  int64_t snapshot_every = 0;
+};
+
+nlohmann::json to_json(const replica_spec& spec);
+/// Reads and checks a spec (its stream with planner::check_stream); throws
+/// std::invalid_argument starting "replica spec: " and naming the problem.
+replica_spec replica_spec_from_json(const nlohmann::json& j);
+
+} // namespace asteroid::actors

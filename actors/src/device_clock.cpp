@@ -1,0 +1,91 @@
+#include "device_clock.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include <sys/resource.h>
+
+namespace asteroid::actors::detail {
+
+namespace {
+
+/// CPU time of the calling thread, in seconds.
+double thread_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// What slowed a compute besides the work itself, for the trace: the calling
+/// thread's system time, page faults and involuntary context switches. Read
+/// with getrusage, whose times are only microseconds; the padding keeps using
+/// thread_cpu_s.
+struct thread_interference {
+  double sys_ms = 0;
+  long minflt = 0;
+  long nivcsw = 0;
+
+  static thread_interference now() {
+    rusage ru{};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    return {static_cast<double>(ru.ru_stime.tv_sec) * 1e3
+              + static_cast<double>(ru.ru_stime.tv_usec) * 1e-3,
+            ru.ru_minflt, ru.ru_nivcsw};
+  }
+};
+
+} // namespace
+
+double wall_us() {
+  return std::chrono::duration<double, std::micro>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+/// The emulated time is `slowdown` × the thread's CPU time when LibTorch
+/// computes on this one thread (nodes default to `--threads 1`), else × the
+/// wall time. CPU time, because emulated devices share this machine's cores:
+/// while another node's process held the core this thread was not computing,
+/// a separate device would not have lost that time, and padding a multiple of
+/// it would stretch the host's contention `slowdown` times (the pipelines of
+/// throughput_bench computed on a core 46-72 % of their wall time). Where the
+/// compute already took longer than the emulated time (an overloaded host),
+/// nothing is padded and the excess is reported as `overrun_s`: the
+/// emulation was slower than the device it stands for. `busy_s` adds up the
+/// device's time (the emulated one), the trace shows the time the host took.
+/// Without emulation the time is the wall time: a real device that another
+/// program slows down is slower, and drift detection must see it.
+void compute(replica_actor* self, const std::string& name,
+             const std::function<void()>& work) {
+  auto& st = self->state;
+  const double slowdown = st.e->spec.slowdown;
+  const bool own_core = at::get_num_threads() == 1;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cpu0 = thread_cpu_s();
+  auto start_us = wall_us();
+  auto in0 = thread_interference::now();
+  work();
+  auto cpu = thread_cpu_s() - cpu0;
+  auto in1 = thread_interference::now();
+  auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
+  auto device_s = dt; // what the device took
+  if (slowdown > 1.0) {
+    device_s = slowdown * (own_core ? cpu : dt);
+    if (device_s >= dt)
+      std::this_thread::sleep_for(std::chrono::duration<double>(device_s - dt));
+    else
+      st.overrun_s += dt - device_s;
+  }
+  st.busy_s += device_s;
+  st.events.push_back({{"name", name}, {"ts", start_us},
+                       {"dur", std::max(dt, device_s) * 1e6},
+                       {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3},
+                       {"minflt", in1.minflt - in0.minflt},
+                       {"nivcsw", in1.nivcsw - in0.nivcsw},
+                       {"sys_ms", in1.sys_ms - in0.sys_ms}});
+}
+
+} // namespace asteroid::actors::detail

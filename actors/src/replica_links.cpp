@@ -1,0 +1,108 @@
+#include "replica_links.hpp"
+
+#include "asteroid/actors/data_plane.hpp"
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace asteroid::actors::detail {
+
+void transmit(replica_actor* self, int role, int index, const caf::actor& to,
+              serialization::frame_header h, std::string key,
+              std::string bytes,
+              const std::function<void(std::string, std::string)>& via_caf) {
+  auto& st = self->state;
+  auto route = st.routes.find({role, index});
+  if (!st.e->dp || route == st.routes.end()) {
+    via_caf(std::move(key), std::move(bytes));
+    return;
+  }
+  h.destination = to.id();
+  if (!st.e->dp->send(route->second, h, std::move(key), std::move(bytes)))
+    fail(self, "data plane: frame to " + route->second
+                 + " dropped (its queue stayed full)");
+}
+
+namespace {
+
+void send_bytes(replica_actor* self, const caf::actor& to, int index,
+                bool activation, int mb, const torch::Tensor& t,
+                const std::string& link) {
+  auto& st = self->state;
+  auto bytes = serialization::encode_tensor(t);
+  st.bytes[link] += static_cast<int64_t>(bytes.size());
+  serialization::frame_header h;
+  h.kind = activation ? serialization::frame_kind::activation
+                      : serialization::frame_kind::gradient;
+  h.step = st.step;
+  h.a = static_cast<int32_t>(mb);
+  h.b = static_cast<int32_t>(st.e->spec.replica);
+  transmit(self, activation ? peer_next : peer_prev, index, to, h, {},
+           std::move(bytes), [&](std::string, std::string b) {
+             if (activation)
+               self->send(to, act_atom::value, h.step, h.a, h.b, std::move(b));
+             else
+               self->send(to, grad_atom::value, h.step, h.a, h.b, std::move(b));
+           });
+}
+
+} // namespace
+
+bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
+                 const torch::Tensor& t) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  // The stream names the stage it sends to; check_stream let through only
+  // the neighbour that this direction allows.
+  const bool downstream = peer_stage > e.spec.stage;
+  const auto& peers_span = downstream ? e.next : e.prev;
+  auto& peers = downstream ? st.next : st.prev;
+  auto& unacked = downstream ? st.unacked_next : st.unacked_prev;
+  for (size_t q = 0; q < peers_span.size(); ++q) {
+    auto ov = overlap(e.mine, peers_span[q]);
+    if (ov.empty() || st.served.count(static_cast<int>(q)))
+      continue;
+    if (unacked[q] >= e.spec.credit_window)
+      return false;
+    if (!peers[q])
+      throw std::runtime_error("no handle for replica " + std::to_string(q)
+                               + " of stage " + std::to_string(peer_stage));
+    auto piece = t.slice(0, ov.begin - e.mine.begin, ov.end - e.mine.begin);
+    send_bytes(self, peers[q], static_cast<int>(q), activation, mb, piece,
+               link_name(e.spec.stage, e.spec.replica, peer_stage,
+                         static_cast<int>(q)));
+    ++unacked[q];
+    st.max_unacked = std::max(st.max_unacked, unacked[q]);
+    st.served.insert(static_cast<int>(q));
+  }
+  st.served.clear();
+  return true;
+}
+
+torch::Tensor take_pieces(replica_actor* self, bool activation, int mb) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  const auto& peers_span = activation ? e.prev : e.next;
+  auto& store = activation ? st.acts : st.grads;
+  std::vector<int> from;
+  for (size_t r = 0; r < peers_span.size(); ++r)
+    if (!overlap(e.mine, peers_span[r]).empty()) {
+      if (!store.count({st.step, mb, static_cast<int>(r)}))
+        return {};
+      from.push_back(static_cast<int>(r));
+    }
+  std::vector<torch::Tensor> parts;
+  for (int r : from) {
+    auto key = std::make_tuple(st.step, mb, r);
+    parts.push_back(store[key]);
+    store.erase(key);
+    auto& peer = activation ? st.prev[r] : st.next[r];
+    self->send(peer, ack_atom::value, static_cast<int32_t>(activation ? 0 : 1),
+               static_cast<int32_t>(e.spec.replica));
+  }
+  return parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+}
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,35 @@
+#pragma once
+// A replica's links to its neighbour stages and its ring successor: tensors
+// go on the data plane where the supervisor gave a route, else in CAF
+// messages; each (sender, receiver, direction) link holds at most
+// `credit_window` un-acknowledged micro-batches.
+#include "replica_state.hpp"
+
+#include "asteroid/serialization/frame.hpp"
+
+#include <string>
+
+namespace asteroid::actors::detail {
+
+/// Sends `bytes` to the peer (`role`, `index`) = `to`: a frame on the data
+/// plane when the supervisor routed that peer, else `via_caf(key, bytes)`.
+/// A frame the data plane cannot queue fails the replica.
+void transmit(replica_actor* self, int role, int index, const caf::actor& to,
+              serialization::frame_header h, std::string key,
+              std::string bytes,
+              const std::function<void(std::string, std::string)>& via_caf);
+
+/// Sends my rows of `t` (micro-batch `mb`: an activation to stage
+/// `peer_stage` = stage + 1, or a gradient to stage - 1) to each replica of
+/// that stage whose rows overlap mine, within the credit window. Returns
+/// false while some receiver lacks credit (the caller retries on its ack;
+/// receivers already served are not sent again).
+bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
+                 const torch::Tensor& t);
+
+/// Collects and acknowledges the pieces of micro-batch `mb` from the
+/// replicas of the neighbour stage whose rows overlap mine; returns an
+/// undefined tensor while some are missing.
+torch::Tensor take_pieces(replica_actor* self, bool activation, int mb);
+
+} // namespace asteroid::actors::detail

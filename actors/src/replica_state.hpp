@@ -1,0 +1,121 @@
+#pragma once
+// The state of one replica actor, shared by the files that implement it:
+// replica.cpp (the actor shell: handlers, spawning), stage_executor.cpp (the
+// instruction stream), replica_links.cpp (sends, receives, credits),
+// ring_all_reduce.cpp and device_clock.cpp (compute time, emulation).
+#include "asteroid/actors/replica_spec.hpp"
+#include "asteroid/kernels/bucket.hpp"
+#include "asteroid/models/sequential_model.hpp"
+#include "asteroid/planner/instruction.hpp"
+#include "asteroid/training/loss.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace asteroid::actors {
+
+class data_plane;
+
+namespace detail {
+
+/// Rows [begin, end) of a micro-batch.
+struct span {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool empty() const { return end <= begin; }
+};
+
+/// The rows of each replica of a group whose shares are `shares`.
+std::vector<span> spans(const std::vector<int64_t>& shares);
+span overlap(span a, span b);
+
+/// The LibTorch half of a replica, fixed at deployment: model range,
+/// optimizer, loss, instruction stream, row spans.
+struct engine {
+  replica_spec spec;
+  models::sequential_model model{nullptr};
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  /// Resolved on the last stage only (the others never compute a loss).
+  training::loss_function loss;
+  bool first = false;
+  bool last = false;
+  span mine;
+  std::vector<span> prev;
+  std::vector<span> next;
+  /// This process's data plane (null: every tensor rides in CAF messages).
+  std::shared_ptr<data_plane> dp;
+};
+
+struct replica_state {
+  std::shared_ptr<engine> e;
+  std::vector<caf::actor> prev;
+  std::vector<caf::actor> next;
+  caf::actor ring_next;
+  caf::actor supervisor;
+  caf::actor home;   ///< this node's device actor: local snapshots
+  caf::actor backup; ///< the device keeping this stage's replica
+  /// Data-plane endpoints of peers, by (peer_role, index) (`ast_route`);
+  /// a peer without one gets its tensors in CAF messages.
+  std::map<std::pair<int, int>, std::string> routes;
+
+  // -- the step being executed --
+  int64_t step = -1;
+  bool running = false;
+  bool failed = false;
+  size_t pc = 0;
+  std::set<int64_t> starts;
+  std::map<int64_t, std::string> loads;
+  bool loaded = false;
+  std::vector<torch::Tensor> x, y, in, out, grad_out;
+  std::map<std::tuple<int64_t, int, int>, torch::Tensor> acts, grads;
+  std::map<std::pair<int64_t, int>, torch::Tensor> ar_in;
+  std::vector<int> unacked_next, unacked_prev;
+  std::set<int> served; // receivers already served by the current send
+  int ar_k = -1;
+  torch::Tensor ar_flat;
+  std::vector<kernels::bucket> ar_buckets;
+  std::vector<torch::Tensor> ar_grads;
+
+  /// The newest version this replica has sent a snapshot of (-1: none).
+  int64_t snapshotted = -1;
+
+  // -- metrics of the step (reset when its report is sent: a snapshot taken
+  // after the report counts in the next one) --
+  double step_start_us = 0;
+  double busy_s = 0;
+  double overrun_s = 0; ///< compute beyond the emulated time (compute())
+  double loss = 0;
+  nlohmann::json events = nlohmann::json::array();
+  std::map<std::string, int64_t> bytes;
+  int max_unacked = 0;
+  std::chrono::steady_clock::time_point blocked_since;
+  bool blocked = false;
+};
+
+using replica_actor = caf::stateful_actor<replica_state>;
+
+/// "s1r0@node2" (the spec's label) or "s1r0".
+std::string name_of(const engine& e);
+/// "s0r1->s1r0": the key of a link's bytes in reports.
+std::string link_name(int s0, int r0, int s1, int r1);
+
+/// Logs `what`, marks the replica failed and tells the supervisor.
+void fail(replica_actor* self, const std::string& what);
+
+/// Wall clock in microseconds since the epoch (trace timestamps).
+double wall_us();
+
+} // namespace detail
+} // namespace asteroid::actors

@@ -1,0 +1,109 @@
+#include "ring_all_reduce.hpp"
+
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+#include "device_clock.hpp"
+#include "replica_links.hpp"
+
+#include <stdexcept>
+
+namespace asteroid::actors::detail {
+
+namespace {
+
+/// Elements [begin, end) of chunk `i` (taken mod n) of a gradient of `numel`.
+std::pair<int64_t, int64_t> chunk(int64_t numel, int n, int i) {
+  i = ((i % n) + n) % n;
+  return {numel * i / n, numel * (i + 1) / n};
+}
+
+void send_chunk(replica_actor* self, int k, int idx) {
+  auto& st = self->state;
+  auto n = static_cast<int>(st.e->spec.shares.size());
+  auto [b, en] = chunk(st.ar_flat.numel(), n, idx);
+  auto bytes = serialization::encode_tensor(st.ar_flat.slice(0, b, en));
+  st.bytes["ar " + link_name(st.e->spec.stage, st.e->spec.replica,
+                             st.e->spec.stage,
+                             (st.e->spec.replica + 1) % n)]
+    += static_cast<int64_t>(bytes.size());
+  serialization::frame_header h;
+  h.kind = serialization::frame_kind::all_reduce;
+  h.step = st.step;
+  h.a = static_cast<int32_t>(k);
+  transmit(self, peer_ring_next, 0, st.ring_next, h, {}, std::move(bytes),
+           [&](std::string, std::string b) {
+             self->send(st.ring_next, ar_atom::value, h.step, h.a, std::move(b));
+           });
+}
+
+} // namespace
+
+bool all_reduce(replica_actor* self) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  auto n = static_cast<int>(e.spec.shares.size());
+  auto r = e.spec.replica;
+  if (st.ar_k < 0) {
+    st.ar_grads.clear();
+    for (auto& p : e.params) {
+      if (!p.grad().defined())
+        p.mutable_grad() = torch::zeros_like(p);
+      st.ar_grads.push_back(p.grad());
+    }
+    if (n == 1)
+      return true;
+    compute(self, "FLATTEN", [&] {
+      st.ar_buckets = kernels::flatten_into_buckets(st.ar_grads,
+                                                    int64_t{1} << 40);
+      std::vector<torch::Tensor> flats;
+      for (auto& b : st.ar_buckets)
+        flats.push_back(b.flat);
+      st.ar_flat = flats.size() == 1 ? flats[0].clone() : torch::cat(flats);
+    });
+    if (!st.ring_next)
+      throw std::runtime_error("no ring successor for the all-reduce");
+    st.ar_k = 0;
+    send_chunk(self, 0, r);
+  }
+  while (st.ar_k < 2 * n - 2) {
+    auto key = std::make_pair(st.step, st.ar_k);
+    auto i = st.ar_in.find(key);
+    if (i == st.ar_in.end())
+      return false;
+    auto recv = i->second;
+    st.ar_in.erase(i);
+    auto k = st.ar_k;
+    int idx = k < n - 1 ? r - k - 1 : r - (k - (n - 1));
+    auto [b, en] = chunk(st.ar_flat.numel(), n, idx);
+    auto dst = st.ar_flat.slice(0, b, en);
+    if (recv.numel() != dst.numel() || recv.scalar_type() != dst.scalar_type())
+      throw std::runtime_error("all-reduce chunk " + std::to_string(k)
+                               + " has " + std::to_string(recv.numel())
+                               + " elements, expected "
+                               + std::to_string(dst.numel()));
+    compute(self, "AR k=" + std::to_string(k), [&] {
+      if (k < n - 1)
+        dst.add_(recv.view_as(dst));
+      else
+        dst.copy_(recv.view_as(dst));
+    });
+    ++st.ar_k;
+    if (st.ar_k < 2 * n - 2) {
+      auto nk = st.ar_k;
+      int send_idx = nk < n - 1 ? r - nk : r + 1 - (nk - (n - 1));
+      send_chunk(self, nk, send_idx);
+    }
+  }
+  // Copy back into the gradients.
+  int64_t at = 0;
+  for (auto& b : st.ar_buckets) {
+    b.flat.copy_(st.ar_flat.slice(0, at, at + b.flat.numel()));
+    at += b.flat.numel();
+  }
+  kernels::unflatten_from_buckets(st.ar_buckets, st.ar_grads);
+  st.ar_buckets.clear();
+  st.ar_flat = torch::Tensor();
+  return true;
+}
+
+} // namespace asteroid::actors::detail

@@ -1,0 +1,310 @@
+#include "stage_executor.hpp"
+
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/stage_state.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+#include "device_clock.hpp"
+#include "replica_links.hpp"
+#include "ring_all_reduce.hpp"
+
+#include <array>
+#include <stdexcept>
+
+namespace asteroid::actors::detail {
+
+namespace {
+
+using planner::instruction;
+using planner::op;
+
+/// What a handler tells the executor.
+enum class outcome {
+  next, ///< the instruction is done: go on with the next one
+  wait, ///< it needs a message that has not arrived: resume here later
+};
+
+using handler = outcome (*)(replica_actor*, const instruction&);
+
+outcome load_micro_batch(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  const auto M = e.spec.micro_batches;
+  if (!st.loaded) {
+    auto i = st.loads.find(st.step);
+    if (i == st.loads.end())
+      return outcome::wait;
+    auto list = serialization::decode_tensors(i->second);
+    st.x.assign(M, {});
+    st.y.assign(M, {});
+    for (auto& [name, t] : list) {
+      if (name.size() < 2 || (name[0] != 'x' && name[0] != 'y'))
+        throw std::runtime_error("load: unexpected entry '" + name + "'");
+      auto m = std::stoi(name.substr(1));
+      if (m < 0 || m >= M || t.size(0) != e.mine.end - e.mine.begin)
+        throw std::runtime_error("load: entry '" + name
+                                 + "' has the wrong micro-batch or row count");
+      (name[0] == 'x' ? st.x : st.y)[m] = t;
+    }
+    st.loaded = true;
+  }
+  auto mb = ins.micro_batch;
+  if ((e.first && !st.x[mb].defined()) || (e.last && !st.y[mb].defined()))
+    throw std::runtime_error("load: micro-batch " + std::to_string(mb)
+                             + " missing");
+  return outcome::next;
+}
+
+outcome recv_activation(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  if (st.e->mine.empty())
+    return outcome::next;
+  auto t = take_pieces(self, true, ins.micro_batch);
+  if (!t.defined())
+    return outcome::wait;
+  st.in[ins.micro_batch] = t.detach().requires_grad_(true);
+  return outcome::next;
+}
+
+outcome forward(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  if (e.mine.empty())
+    return outcome::next;
+  auto mb = ins.micro_batch;
+  auto input = e.first ? st.x[mb] : st.in[mb];
+  compute(self, "FWD mb=" + std::to_string(mb), [&] {
+    st.out[mb] = e.model->forward_range(input, e.spec.first_layer,
+                                        e.spec.end_layer);
+  });
+  return outcome::next;
+}
+
+outcome send_activation(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  if (st.e->mine.empty())
+    return outcome::next;
+  return send_pieces(self, true, ins.peer_stage, ins.micro_batch,
+                     st.out[ins.micro_batch].detach())
+           ? outcome::next
+           : outcome::wait;
+}
+
+outcome recv_grad(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  if (st.e->mine.empty())
+    return outcome::next;
+  auto mb = ins.micro_batch;
+  auto t = take_pieces(self, false, mb);
+  if (!t.defined())
+    return outcome::wait;
+  if (t.sizes() != st.out[mb].sizes())
+    throw std::runtime_error("gradient of micro-batch " + std::to_string(mb)
+                             + " has the wrong shape");
+  st.grad_out[mb] = t;
+  return outcome::next;
+}
+
+outcome backward(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  if (e.mine.empty())
+    return outcome::next;
+  auto mb = ins.micro_batch;
+  compute(self, "BWD mb=" + std::to_string(mb), [&] {
+    if (e.last) {
+      // The loss sums over my rows; divided by the mini-batch size, the sum
+      // over replicas and micro-batches is the mini-batch mean, so the
+      // gradients just add up.
+      auto sum = e.loss(st.out[mb], st.y[mb]);
+      if (sum.dim() != 0)
+        throw std::runtime_error("loss '" + e.spec.loss
+                                 + "' returned a tensor of "
+                                 + std::to_string(sum.dim())
+                                 + " dimensions, not a scalar (the sum over "
+                                   "the rows)");
+      auto loss = sum / static_cast<double>(e.spec.batch_size);
+      st.loss += loss.item<double>();
+      loss.backward();
+    } else {
+      st.out[mb].backward(st.grad_out[mb]);
+    }
+  });
+  st.out[mb] = torch::Tensor();
+  st.grad_out[mb] = torch::Tensor();
+  return outcome::next;
+}
+
+outcome send_grad(replica_actor* self, const instruction& ins) {
+  auto& st = self->state;
+  if (st.e->mine.empty())
+    return outcome::next;
+  auto mb = ins.micro_batch;
+  auto g = st.in[mb].grad();
+  if (!g.defined())
+    g = torch::zeros_like(st.in[mb]);
+  if (!send_pieces(self, false, ins.peer_stage, mb, g))
+    return outcome::wait;
+  st.in[mb] = torch::Tensor();
+  return outcome::next;
+}
+
+outcome ring_all_reduce(replica_actor* self, const instruction&) {
+  return all_reduce(self) ? outcome::next : outcome::wait;
+}
+
+outcome optimizer_step(replica_actor* self, const instruction&) {
+  auto& e = *self->state.e;
+  compute(self, "STEP", [&] { e.optimizer->step(); });
+  return outcome::next;
+}
+
+/// The handler of every op, indexed by op.
+const std::array<handler, planner::num_ops>& handlers() {
+  static const auto table = [] {
+    std::array<handler, planner::num_ops> t{};
+    auto set = [&](op kind, handler h) { t[static_cast<size_t>(kind)] = h; };
+    set(op::load_micro_batch, &load_micro_batch);
+    set(op::forward, &forward);
+    set(op::send_activation, &send_activation);
+    set(op::recv_activation, &recv_activation);
+    set(op::backward, &backward);
+    set(op::send_grad, &send_grad);
+    set(op::recv_grad, &recv_grad);
+    set(op::all_reduce, &ring_all_reduce);
+    set(op::optimizer_step, &optimizer_step);
+    for (auto h : t)
+      if (!h)
+        throw std::logic_error("stage executor: an op has no handler");
+    return t;
+  }();
+  return table;
+}
+
+/// Sends the state before step `version` to the home device and, from
+/// replica 0, to the backup device. Group members hold identical weights, so
+/// one copy outside the group suffices. The sends are asynchronous: the
+/// pipeline only pays for the copy and the encoding.
+void snapshot(replica_actor* self, int64_t version) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  st.snapshotted = version;
+  std::string bytes;
+  compute(self, "SNAPSHOT", [&] {
+    bytes = serialization::encode_tensors(capture_stage_state(
+      e.model, e.spec.first_layer, e.spec.end_layer, e.optimizer.get()));
+  });
+  auto key = range_key(e.spec.first_layer, e.spec.end_layer);
+  if (e.spec.replica == 0 && st.backup) {
+    serialization::frame_header h;
+    h.kind = serialization::frame_kind::snapshot;
+    h.step = version;
+    transmit(self, peer_backup, 0, st.backup, h, key, bytes,
+             [&](std::string k, std::string b) {
+               self->send(st.backup, snap_atom::value, std::move(k), h.step,
+                          std::move(b));
+             });
+  }
+  if (st.home)
+    self->send(st.home, snap_atom::value, key, version, std::move(bytes));
+}
+
+void begin_step(replica_actor* self) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  const auto M = e.spec.micro_batches;
+  st.step = *st.starts.begin();
+  st.running = true;
+  st.pc = 0;
+  st.ar_k = -1;
+  st.loss = 0;
+  st.bytes.clear();
+  st.max_unacked = 0;
+  st.step_start_us = wall_us();
+  st.in.assign(M, {});
+  st.out.assign(M, {});
+  st.grad_out.assign(M, {});
+  for (auto& p : e.params)
+    if (p.grad().defined())
+      p.mutable_grad().zero_();
+  // The first step of a deployment (the previous one was not this
+  // replica's) snapshots here, the others at the end of their previous.
+  if (e.spec.snapshot_every > 0 && st.step % e.spec.snapshot_every == 0
+      && st.snapshotted != st.step)
+    snapshot(self, st.step);
+}
+
+void finish_step(replica_actor* self) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  nlohmann::json report{{"stage", e.spec.stage},
+                        {"replica", e.spec.replica},
+                        {"generation", e.spec.generation},
+                        {"label", name_of(e)},
+                        {"busy_s", st.busy_s},
+                        {"overrun_s", st.overrun_s},
+                        {"wall_s", (wall_us() - st.step_start_us) * 1e-6},
+                        {"start_us", st.step_start_us},
+                        {"loss", st.loss},
+                        {"max_unacked", st.max_unacked},
+                        {"bytes", st.bytes},
+                        {"events", std::move(st.events)}};
+  self->send(st.supervisor, done_atom::value, st.step, report.dump());
+  st.busy_s = 0;
+  st.overrun_s = 0;
+  st.events = nlohmann::json::array();
+  st.loads.erase(st.step);
+  st.starts.erase(st.step);
+  st.running = false;
+  st.loaded = false;
+  st.pc = 0;
+  st.x.clear();
+  st.y.clear();
+  st.in.clear();
+  st.out.clear();
+  st.grad_out.clear();
+  // The state now is the state before the next step. Without run-ahead it is
+  // taken while the report travels to the supervisor and the next start
+  // comes back; with the next start already here (run-ahead) the next step
+  // begins after it, which still beats waiting for that round trip.
+  auto next = st.step + 1;
+  if (e.spec.snapshot_every > 0 && next % e.spec.snapshot_every == 0)
+    snapshot(self, next);
+}
+
+} // namespace
+
+void advance(replica_actor* self) {
+  auto& st = self->state;
+  if (st.failed)
+    return;
+  try {
+    if (!st.running) {
+      if (st.starts.empty() || !st.supervisor)
+        return;
+      begin_step(self);
+    }
+    const auto& stream = st.e->spec.stream;
+    const auto& table = handlers();
+    while (st.pc < stream.size()) {
+      const auto& ins = stream[st.pc];
+      if (table[static_cast<size_t>(ins.kind)](self, ins) == outcome::wait) {
+        if (!st.blocked) {
+          st.blocked = true;
+          st.blocked_since = std::chrono::steady_clock::now();
+        }
+        return;
+      }
+      st.blocked = false;
+      ++st.pc;
+    }
+    finish_step(self);
+    // A start for the next step may already be waiting.
+    if (!st.starts.empty())
+      advance(self);
+  } catch (const std::exception& ex) {
+    fail(self, std::string("step ") + std::to_string(st.step) + ": "
+                 + ex.what());
+  }
+}
+
+} // namespace asteroid::actors::detail
