@@ -16,9 +16,9 @@ void add_train_command(CLI::App& app) {
   auto width = std::make_shared<double>(1.0);
   auto config = std::make_shared<std::string>();
   cmd->add_option("--config", *config,
-                  "Run a hybrid-pipeline job file on running nodes instead "
-                  "(see examples/jobs/ and `asteroid job --help`); the other "
-                  "flags are then ignored")
+                  "Alias of `asteroid job --config FILE` (the one spelling "
+                  "for running a job file on nodes; this one is kept for "
+                  "older scripts): the other flags are then ignored")
     ->check(CLI::ExistingFile);
   cmd->add_option("--model,-m", o->model,
                   "Model from the zoo (see `asteroid models`)")

@@ -13,4 +13,14 @@ run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G Ninja
     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
-run("${WORK_DIR}/build/example_single_device" --synthetic 3)
+# The example's own exit code and its closing line both count (CTest's
+# PASS_REGULAR_EXPRESSION would ignore the exit code).
+execute_process(COMMAND "${WORK_DIR}/build/example_single_device" --synthetic 3
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "example_single_device exited with ${rc}")
+endif()
+if(NOT out MATCHES "steps 3, train loss")
+  message(FATAL_ERROR "example_single_device did not report 3 steps and a loss")
+endif()
