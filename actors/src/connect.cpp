@@ -1,0 +1,116 @@
+// The network side every process of a job shares: the middleman's settings,
+// endpoints, and connecting to a node with a timeout (protocol.hpp).
+#include "asteroid/actors/protocol.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asteroid::actors {
+
+void configure(caf::actor_system_config& cfg, const net_options& net) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
+  cfg.set("middleman.connection-timeout",
+          caf::timespan{net.connection_timeout});
+  // An idle CAF worker polls its queue every 50 us for 500 rounds before it
+  // sleeps on a condition variable. A node gets a message every few ms, so
+  // its workers rarely got that far and woke about 20 000 times a second,
+  // preempting the compute thread on their core (a median of 69-337
+  // involuntary context switches per stage backward pass in throughput_bench
+  // traces; 22-66 without this phase). An idle worker now sleeps until a
+  // message is enqueued for it, which wakes it through its condition
+  // variable.
+  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+}
+
+std::pair<std::string, uint16_t> parse_endpoint(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw std::invalid_argument("endpoint '" + text
+                                + "': expected HOST:PORT");
+  auto port_text = text.substr(colon + 1);
+  long port = -1;
+  try {
+    size_t used = 0;
+    port = std::stol(port_text, &used);
+    if (used != port_text.size())
+      port = -1;
+  } catch (const std::exception&) {
+  }
+  if (port <= 0 || port > 65535)
+    throw std::invalid_argument("endpoint '" + text + "': bad port '"
+                                + port_text + "'");
+  return {text.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+caf::actor connect(caf::actor_system& sys, const std::string& host,
+                   uint16_t port, std::chrono::milliseconds timeout) {
+  // CAF 0.17.6 opens the client side of a BASP connection with `last_seen`
+  // at the clock's epoch and sets it only when the server's handshake
+  // arrives, so a heartbeat tick in between drops a healthy connection with
+  // connection_timeout. A handshake spans a tick whenever it is slow (a
+  // loaded host, a long link), so that drop is retried while time is left.
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + timeout;
+  caf::scoped_actor self{sys};
+  caf::actor result;
+  std::string error;
+  int dropped = 0;
+  for (int attempt = 1; !result; ++attempt) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - clock::now());
+    bool dropped_in_handshake = false;
+    self
+      ->request(sys.middleman().actor_handle(),
+                std::max(left, std::chrono::milliseconds(1)),
+                caf::connect_atom::value, host, port)
+      .receive(
+        [&](const caf::node_id&, caf::strong_actor_ptr& p,
+            const std::set<std::string>&) {
+          if (p)
+            result = caf::actor_cast<caf::actor>(std::move(p));
+          else
+            error = "no actor published there";
+        },
+        [&](caf::error& e) {
+          dropped_in_handshake = e == caf::sec::connection_timeout;
+          error = e == caf::sec::request_timeout
+                    ? "no answer within " + std::to_string(timeout.count())
+                        + " ms"
+                    : sys.render(e);
+        });
+    dropped += dropped_in_handshake;
+    if (result || !dropped_in_handshake || clock::now() >= deadline)
+      break;
+    spdlog::warn("connecting to {}:{}: handshake dropped by CAF's heartbeat "
+                 "tick (attempt {}), retrying",
+                 host, port, attempt);
+  }
+  if (!result) {
+    if (dropped > 0)
+      error += " (" + std::to_string(dropped)
+               + " handshakes dropped at CAF's heartbeat tick: each took "
+                 "longer than one tick)";
+    throw std::runtime_error("cannot connect to node " + host + ":"
+                             + std::to_string(port) + ": " + error);
+  }
+  return result;
+}
+
+std::vector<caf::actor> connect_all(caf::actor_system& sys,
+                                    const std::vector<std::string>& endpoints,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<caf::actor> out;
+  for (auto& e : endpoints) {
+    auto [host, port] = parse_endpoint(e);
+    out.push_back(connect(sys, host, port, timeout));
+  }
+  return out;
+}
+
+} // namespace asteroid::actors

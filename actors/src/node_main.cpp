@@ -1,0 +1,87 @@
+// `asteroid node`: one device's process (run_node): its actor system, data
+// plane and published device actor, until SIGINT or SIGTERM.
+#include "asteroid/actors/node.hpp"
+
+#include "asteroid/actors/data_plane.hpp"
+#include "asteroid/kernels/allocator.hpp"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace asteroid::actors {
+
+namespace {
+
+std::atomic<int> stop_signal{0};
+
+extern "C" void on_signal(int sig) { stop_signal = sig; }
+
+} // namespace
+
+int run_node(const node_options& opts) {
+  kernels::keep_tensor_buffers_in_heap();
+  if (opts.device.slowdown < 1.0)
+    throw std::invalid_argument("node: --slowdown must be >= 1, got "
+                                + std::to_string(opts.device.slowdown));
+  if (opts.device.threads > 0)
+    torch::set_num_threads(opts.device.threads);
+  caf::actor_system_config cfg;
+  configure(cfg, opts.net);
+  caf::actor_system sys{cfg};
+  auto dev_opts = opts.device;
+  std::shared_ptr<data_plane> dp;
+  if (opts.data_plane) {
+    data_plane::options dpo;
+    dpo.host = opts.host;
+    dpo.port = opts.data_port;
+    dpo.rate_Bps = opts.link_rate_Bps;
+    dp = data_plane::start(dpo);
+  }
+  auto device = spawn_device(sys, dev_opts, dp);
+  auto port = sys.middleman().publish(device, opts.port, opts.host.c_str(),
+                                      true);
+  if (!port) {
+    caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
+    throw std::runtime_error("node " + opts.device.name + ": cannot listen on "
+                             + opts.host + ":" + std::to_string(opts.port)
+                             + ": " + sys.render(port.error()));
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::printf("asteroid node %s listening on %s:%u (memory %lld B, %d "
+              "threads, slowdown %.2f%s, data plane %s)\n",
+              opts.device.name.c_str(), opts.host.c_str(),
+              static_cast<unsigned>(*port),
+              static_cast<long long>(opts.device.memory_bytes),
+              opts.device.threads, opts.device.slowdown,
+              opts.device.slowdown != 1.0 ? " emulated" : "",
+              !dp ? "off"
+                  : (std::to_string(dp->port())
+                     + (opts.link_rate_Bps > 0
+                          ? ", paced to " + std::to_string(opts.link_rate_Bps * 8e-6)
+                              + " Mbit/s (emulated link)"
+                          : ""))
+                      .c_str());
+  std::fflush(stdout);
+  while (stop_signal == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("node {}: signal {}, stopping", opts.device.name,
+               stop_signal.load());
+  caf::anon_send(device, stop_atom::value);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
+  sys.middleman().unpublish(device, *port);
+  // Replicas quit on stop; do not wait forever for one stuck in compute.
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
+} // namespace asteroid::actors
