@@ -1,10 +1,16 @@
-// Recovery benchmark (issue #5). One invocation runs the same fault (a node
-// of a replicated stage is SIGKILLed at a fixed step) under each recovery
-// mode on a fresh local cluster, plus a fault-free run of a fresh plan on
-// the survivors, and prints side by side:
+// Recovery benchmark. One invocation runs the same fault (a node of the plan
+// is SIGKILLed at a fixed step) under each recovery mode on a fresh local
+// cluster, plus a fault-free run of a fresh plan on the survivors, and prints
+// side by side:
 //   detection time, time from the kill to the first completed step, the
 //   recovery's own time, steps re-run, and throughput after recovery as a
 //   fraction of the fresh plan's.
+// `--case` picks the plan and the victim: "planned" (the Asteroid planner's
+// plan for the four devices, the last member of a replicated stage killed),
+// or a hand-written 3-stage pipeline of the cnn (stage 0 on node0, stage 1
+// on node1 + node2, stage 2 on node3) with the single-device last stage
+// killed ("pipeline-single") or a member of the replicated middle stage
+// ("pipeline-replicated").
 // Nodes are local processes on loopback; "slowdown" factors are emulated.
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -84,6 +90,7 @@ int main(int argc, char** argv) {
   // Padding compute to 3-4.5x keeps the four processes from fighting over
   // two cores, so the emulated devices, not the host, set the pace.
   std::vector<double> slowdowns{3, 3, 4.5, 4.5};
+  std::string which = "planned";
   app.add_option("--model", model, "model (cnn, mlp, ...)");
   app.add_option("--steps", steps, "steps per run");
   app.add_option("--fault-step", fault_step,
@@ -93,6 +100,13 @@ int main(int argc, char** argv) {
                  "restart baseline: checkpoint period in steps");
   app.add_option("--slowdown", slowdowns, "emulated slowdown of the 4 nodes")
     ->expected(4);
+  app.add_option("--case", which,
+                 "planned: the planner's plan, a replicated stage's member "
+                 "killed; pipeline-single / pipeline-replicated: a 3-stage "
+                 "cnn pipeline, its single-device last stage / a member of "
+                 "its replicated middle stage killed")
+    ->check(CLI::IsMember({"planned", "pipeline-single", "pipeline-replicated"}))
+    ->capture_default_str();
   app.add_option("--base-port", port, "first of 25 ports used");
   app.add_option("--csv", csv, "per-step throughput of every run");
   app.add_option("--png", png, "throughput over time (gnuplot)");
@@ -138,18 +152,38 @@ int main(int argc, char** argv) {
     specs.push_back({"node" + std::to_string(d), "local", 1.0 / slowdowns[d],
                      int64_t{4} << 30, ""});
   auto profile = planner::load_model_profile_file(base.profile_path);
-  auto plan = planner::make_planner("asteroid")->make_plan(
-    profile, planner::cluster::uniform("bench", specs, 1e9), batch);
+  planner::plan plan;
+  int victim = -1;
+  if (which == "planned") {
+    plan = planner::make_planner("asteroid")->make_plan(
+      profile, planner::cluster::uniform("bench", specs, 1e9), batch);
+    // The victim: the last member of a replicated stage if there is one (the
+    // common case), else the device of the last stage.
+    for (auto& st : plan.stages)
+      if (st.devices.size() > 1)
+        victim = st.devices.back();
+    if (victim < 0)
+      victim = plan.stages.back().devices.back();
+  } else {
+    if (model != "cnn" || batch % 4 != 0) {
+      std::fprintf(stderr, "fault_bench: --case %s is a plan of the cnn "
+                           "(--model cnn) with a batch divisible by 4\n",
+                   which.c_str());
+      return 2;
+    }
+    // The cnn's layers: conv1, conv2, fc1, classifier. The middle pair
+    // splits each micro-batch 5:3 (node1 computes 1.5x faster than node2).
+    auto rows = batch / 4;
+    plan.planner = "fault_bench " + which;
+    plan.batch_size = batch;
+    plan.micro_batches = 4;
+    plan.stages = {{0, 1, {0}, {rows}},
+                   {1, 2, {1, 2}, {rows * 5 / 8, rows - rows * 5 / 8}},
+                   {2, 4, {3}, {rows}}};
+    victim = which == "pipeline-single" ? 3 : 2;
+  }
   base.plan = plan;
   base.micro_batches = plan.micro_batches;
-  // The victim: the last member of a replicated stage if there is one (the
-  // common case), else the device of the last stage.
-  int victim = -1;
-  for (auto& st : plan.stages)
-    if (st.devices.size() > 1)
-      victim = st.devices.back();
-  if (victim < 0)
-    victim = plan.stages.back().devices.back();
   if (victim == 0 && plan.stages.size() == 1) {
     std::fprintf(stderr, "fault_bench: the plan uses one device; nothing to "
                          "recover\n");
@@ -228,10 +262,10 @@ int main(int argc, char** argv) {
   double fresh_sps = median(fs);
 
   nlohmann::json plan_json = plan;
-  std::printf("\nRecovery benchmark: %s, batch %lld, %lld steps, node%d "
+  std::printf("\nRecovery benchmark (case %s): %s, batch %lld, %lld steps, node%d "
               "SIGKILLed at step %lld, restart baseline checkpoints every "
               "%lld steps; local processes on loopback, emulated slowdowns",
-              model.c_str(), static_cast<long long>(batch),
+              which.c_str(), model.c_str(), static_cast<long long>(batch),
               static_cast<long long>(steps), victim,
               static_cast<long long>(fault_step),
               static_cast<long long>(checkpoint_every));
