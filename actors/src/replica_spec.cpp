@@ -1,6 +1,7 @@
 #include "asteroid/actors/replica_spec.hpp"
 
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/json_reader.hpp"
 #include "asteroid/planner/schedule_check.hpp"
 
 #include <stdexcept>
@@ -39,33 +40,58 @@ json to_json(const replica_spec& s) {
 
 namespace {
 
+using planner::json_field;
+using planner::read_optional;
+using planner::read_required;
+
 replica_spec read_spec(const json& j) {
+  json_field f{"replica spec", ""};
+  // "restore_version": the supervisor's word to its node, left in the spec.
+  planner::check_keys(j, f,
+                      {"model", "model_options", "stage", "num_stages",
+                       "replica", "first_layer", "end_layer", "batch_size",
+                       "micro_batches", "shares", "prev_shares", "next_shares",
+                       "stream", "loss", "optimizer", "credit_window",
+                       "slowdown", "label", "recv_timeout_ms", "generation",
+                       "snapshot_every", "restore_version"});
   replica_spec s;
-  j.at("model").get_to(s.model);
-  s.model_options = j.at("model_options");
-  j.at("stage").get_to(s.stage);
-  j.at("num_stages").get_to(s.num_stages);
-  j.at("replica").get_to(s.replica);
-  j.at("first_layer").get_to(s.first_layer);
-  j.at("end_layer").get_to(s.end_layer);
-  j.at("batch_size").get_to(s.batch_size);
-  j.at("micro_batches").get_to(s.micro_batches);
-  j.at("shares").get_to(s.shares);
-  j.at("prev_shares").get_to(s.prev_shares);
-  j.at("next_shares").get_to(s.next_shares);
-  s.stream = planner::parse_instructions(j.at("stream"), "stream");
-  j.at("loss").get_to(s.loss);
-  const auto& o = j.at("optimizer");
-  s.optimizer.kind = training::parse_optimizer(o.at("kind").get<std::string>());
-  o.at("lr").get_to(s.optimizer.lr);
-  o.at("momentum").get_to(s.optimizer.momentum);
-  o.at("weight_decay").get_to(s.optimizer.weight_decay);
-  j.at("credit_window").get_to(s.credit_window);
-  j.at("slowdown").get_to(s.slowdown);
-  j.at("label").get_to(s.label);
-  j.at("recv_timeout_ms").get_to(s.recv_timeout_ms);
-  s.generation = j.value("generation", 0);
-  s.snapshot_every = j.value("snapshot_every", int64_t{0});
+  read_required(j, f, "model", s.model);
+  s.model_options = planner::member(j, f, "model_options");
+  if (!s.model_options.is_object())
+    f["model_options"].fail(std::string("expected an object, got ")
+                            + s.model_options.type_name());
+  read_required(j, f, "stage", s.stage);
+  read_required(j, f, "num_stages", s.num_stages);
+  read_required(j, f, "replica", s.replica);
+  read_required(j, f, "first_layer", s.first_layer);
+  read_required(j, f, "end_layer", s.end_layer);
+  read_required(j, f, "batch_size", s.batch_size);
+  read_required(j, f, "micro_batches", s.micro_batches);
+  read_required(j, f, "shares", s.shares);
+  read_required(j, f, "prev_shares", s.prev_shares);
+  read_required(j, f, "next_shares", s.next_shares);
+  s.stream = planner::parse_instructions(planner::member(j, f, "stream"),
+                                         "replica spec: stream");
+  read_required(j, f, "loss", s.loss);
+  const auto& o = planner::member(j, f, "optimizer");
+  auto of = f["optimizer"];
+  planner::check_keys(o, of, {"kind", "lr", "momentum", "weight_decay"});
+  std::string kind;
+  read_required(o, of, "kind", kind);
+  try {
+    s.optimizer.kind = training::parse_optimizer(kind);
+  } catch (const std::exception& e) {
+    of["kind"].fail(e.what());
+  }
+  read_required(o, of, "lr", s.optimizer.lr);
+  read_required(o, of, "momentum", s.optimizer.momentum);
+  read_required(o, of, "weight_decay", s.optimizer.weight_decay);
+  read_required(j, f, "credit_window", s.credit_window);
+  read_required(j, f, "slowdown", s.slowdown);
+  read_required(j, f, "label", s.label);
+  read_required(j, f, "recv_timeout_ms", s.recv_timeout_ms);
+  read_optional(j, f, "generation", s.generation);
+  read_optional(j, f, "snapshot_every", s.snapshot_every);
   return s;
 }
 
@@ -101,6 +127,8 @@ replica_spec replica_spec_from_json(const json& j) {
     auto s = read_spec(j);
     check_spec(s);
     return s;
+  } catch (const planner::json_error& e) {
+    throw std::invalid_argument(e.what()); // names "replica spec" already
   } catch (const std::exception& e) {
     throw std::invalid_argument(std::string("replica spec: ") + e.what());
   }

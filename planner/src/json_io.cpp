@@ -8,6 +8,7 @@
 
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
+#include "asteroid/planner/json_reader.hpp"
 
 namespace asteroid::planner {
 
@@ -15,99 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-// A position in a document: "cluster.json: devices[2].memory".
-struct field {
-  std::string where;
-  std::string path;
-
-  field operator[](const std::string& key) const {
-    return {where, path.empty() ? key : path + "." + key};
-  }
-  field operator[](size_t i) const {
-    return {where, path + "[" + std::to_string(i) + "]"};
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw planner_error(where + ": " + (path.empty() ? "" : path + ": ") + what);
-  }
-};
-
-const char* type_name(const json& j) {
-  return j.type_name();
-}
-
-const json& member(const json& j, const field& f, const char* key) {
-  if (!j.is_object())
-    f.fail(std::string("expected an object, got ") + type_name(j));
-  auto it = j.find(key);
-  if (it == j.end())
-    f[key].fail("missing");
-  return *it;
-}
-
-// Rejects keys outside `known` so that typos ("memroy") do not pass silently.
-void check_keys(const json& j, const field& f, std::initializer_list<const char*> known) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known)
-      ok = ok || it.key() == k;
-    if (!ok) {
-      std::string list;
-      for (const char* k : known)
-        list += std::string(list.empty() ? "" : ", ") + k;
-      f[it.key()].fail("unknown field (known: " + list + ")");
-    }
-  }
-}
-
-const json* optional_member(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-double get_number(const json& j, const field& f) {
-  if (!j.is_number())
-    f.fail(std::string("expected a number, got ") + type_name(j));
-  return j.get<double>();
-}
-
-double get_nonneg(const json& j, const field& f) {
-  double x = get_number(j, f);
-  if (!(x >= 0.0) || !std::isfinite(x))
-    f.fail("expected a non-negative number, got " + j.dump());
-  return x;
-}
-
-double get_positive(const json& j, const field& f) {
-  double x = get_number(j, f);
-  if (!(x > 0.0) || !std::isfinite(x))
-    f.fail("expected a positive number, got " + j.dump());
-  return x;
-}
-
-int64_t get_int(const json& j, const field& f) {
-  if (!j.is_number_integer())
-    f.fail(std::string("expected an integer, got ") + (j.is_number() ? j.dump() : type_name(j)));
-  return j.get<int64_t>();
-}
-
-int64_t get_nonneg_int(const json& j, const field& f) {
-  auto x = get_int(j, f);
-  if (x < 0)
-    f.fail("expected a non-negative integer, got " + std::to_string(x));
-  return x;
-}
-
-std::string get_string(const json& j, const field& f) {
-  if (!j.is_string())
-    f.fail(std::string("expected a string, got ") + type_name(j));
-  return j.get<std::string>();
-}
-
-const json& get_array(const json& j, const field& f) {
-  if (!j.is_array())
-    f.fail(std::string("expected an array, got ") + type_name(j));
-  return j;
-}
+// Every reader of this file uses the one toolkit (json_reader.hpp).
+using field = json_field;
 
 int64_t parse_memory(const json& j, const field& f) {
   static const char* expected = "expected a number like \"4GiB\" or bytes";
@@ -273,7 +183,7 @@ stage_plan parse_stage(const json& j, const field& f) {
 
 instruction parse_instruction(const json& j, const field& f) {
   if (!j.is_object())
-    f.fail(std::string("expected an object, got ") + type_name(j));
+    f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"op", "mb", "peer"});
   instruction in;
   auto mnemonic = get_string(member(j, f, "op"), f["op"]);
@@ -357,7 +267,7 @@ model_profile parse_model_profile(const json& j, const std::string& where) {
 cluster parse_cluster(const json& j, const std::string& where) {
   field f{where, ""};
   if (!j.is_object())
-    f.fail(std::string("expected an object, got ") + type_name(j));
+    f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
                     "co_location_slowdown"});
   cluster c;
@@ -370,7 +280,7 @@ cluster parse_cluster(const json& j, const std::string& where) {
     auto df = f["devices"][i];
     const auto& dj = devs[i];
     if (!dj.is_object())
-      df.fail(std::string("expected an object, got ") + type_name(dj));
+      df.fail(std::string("expected an object, got ") + dj.type_name());
     check_keys(dj, df, {"name", "type", "speed", "memory", "endpoint"});
     device_spec d;
     d.name = "device-" + std::to_string(i);

@@ -177,6 +177,36 @@ TEST_CASE("job file: a fault fires during a step by default, or during a "
                                          "recovery, start"));
 }
 
+TEST_CASE("job file: errors name the file and the field's path, as every "
+          "JSON document's (one reader toolkit)") {
+  json job{{"model", "mlp"},
+           {"nodes", {"127.0.0.1:1", "127.0.0.1:2"}},
+           {"planner", "asteroid"}};
+  CHECK_NOTHROW(actors::parse_job(job, "j.json"));
+  auto with = [&](const char* key, json value) {
+    auto j = job;
+    j[key] = std::move(value);
+    return j;
+  };
+  CHECK_THROWS_WITH(actors::parse_job(with("lr", "fast"), "j.json"),
+                    Catch::Contains("j.json: lr: expected a number, got string"));
+  CHECK_THROWS_WITH(actors::parse_job(with("micro_batches", 1e12), "j.json"),
+                    Catch::Contains("j.json: micro_batches: expected an integer"));
+  CHECK_THROWS_WITH(actors::parse_job(with("micro_batches", int64_t{1} << 40), "j.json"),
+                    Catch::Contains("j.json: micro_batches: integer out of range"));
+  CHECK_THROWS_WITH(actors::parse_job(with("nodes", {"127.0.0.1:1", 7}), "j.json"),
+                    Catch::Contains("j.json: nodes[1]: expected a string"));
+  CHECK_THROWS_WITH(actors::parse_job(with("nodes", {"127.0.0.1:1", "nowhere"}), "j.json"),
+                    Catch::Contains("j.json: nodes[1]: ") && Catch::Contains("nowhere"));
+  CHECK_THROWS_WITH(actors::parse_job(with("memroy", 4), "j.json"),
+                    Catch::Contains("j.json: memroy: unknown field (known: model,"));
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", "often"}}), "j.json"),
+    Catch::Contains("j.json: fault_tolerance.heartbeat_ms: expected an integer, got string"));
+  CHECK_THROWS_WITH(actors::parse_job(json::array(), "j.json"),
+                    Catch::Contains("j.json: expected an object, got array"));
+}
+
 TEST_CASE("set_interface_up names the interface it could not change") {
   CHECK_THAT(actors::set_interface_up("asteroid-none0", false),
              Catch::Contains("'asteroid-none0' down"));

@@ -127,7 +127,7 @@ TEST_CASE("a job naming an unknown loss is refused before anything runs") {
   json j = {{"model", "mlp"}, {"nodes", {"127.0.0.1:27001"}},
             {"planner", "asteroid"}, {"loss", "no_such_loss"}};
   REQUIRE_THROWS_WITH(actors::parse_job(j, "job.json"),
-                      Catch::Contains("job.json: field 'loss': unknown loss "
+                      Catch::Contains("job.json: loss: unknown loss "
                                       "'no_such_loss' (known: cross_entropy"));
 }
 
