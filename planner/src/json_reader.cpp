@@ -124,8 +124,8 @@ void read_optional(const json& obj, const json_field& f, const char* key,
 void read_optional(const json& obj, const json_field& f, const char* key,
                    uint64_t& dst) {
   if (auto* x = optional_member(obj, key)) {
-    if (!x->is_number_integer() || (x->is_number_integer() && !x->is_number_unsigned()
-                                    && x->get<int64_t>() < 0))
+    if (!x->is_number_integer()
+        || (!x->is_number_unsigned() && x->get<int64_t>() < 0))
       f[key].fail("expected a non-negative integer, got " + x->dump());
     dst = x->get<uint64_t>();
   }
