@@ -7,6 +7,7 @@
 
 #include "asteroid/serialization/frame.hpp"
 
+#include <functional>
 #include <string>
 
 namespace asteroid::actors::detail {
