@@ -14,6 +14,7 @@ namespace asteroid::actors {
 
 void configure(caf::actor_system_config& cfg, const net_options& net) {
   cfg.load<caf::io::middleman>();
+  add_tensor_message_type(cfg);
   cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
   cfg.set("middleman.connection-timeout",
           caf::timespan{net.connection_timeout});

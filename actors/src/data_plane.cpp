@@ -23,7 +23,7 @@
 namespace asteroid::actors {
 
 using serialization::frame_header;
-using serialization::frame_kind;
+using serialization::tensor_kind;
 using steady = std::chrono::steady_clock;
 
 namespace {
@@ -284,10 +284,9 @@ data_plane::connection_to(const std::string& endpoint) {
   return slot;
 }
 
-bool data_plane::send(const std::string& endpoint, frame_header h,
-                      std::string key, std::string payload) {
-  h.key_size = static_cast<uint32_t>(key.size());
-  h.payload_size = payload.size();
+bool data_plane::send(const std::string& endpoint, caf::actor_id destination,
+                      serialization::tensor_message m) {
+  auto h = serialization::frame_header_of(m, destination);
   auto o = connection_to(endpoint);
   if (!o)
     return false;
@@ -300,8 +299,8 @@ bool data_plane::send(const std::string& endpoint, frame_header h,
     count([](counters& c) { ++c.dropped_out; });
     return false;
   }
-  o->queue.push_back({serialization::encode_frame_header(h), std::move(key),
-                      std::move(payload)});
+  o->queue.push_back({serialization::encode_frame_header(h), std::move(m.key),
+                      std::move(m.payload)});
   lock.unlock();
   o->has_frames.notify_one();
   return true;
@@ -423,11 +422,10 @@ void data_plane::read_loop(incoming* in) {
 
 void data_plane::deliver(const frame_header& h, std::string key,
                          std::string payload) {
-  if (h.kind == frame_kind::echo) {
+  if (h.kind == tensor_kind::echo) {
     // A link probe: answer on our own connection to the prober's plane.
-    frame_header reply;
-    reply.kind = frame_kind::echo_reply;
-    reply.destination = static_cast<uint64_t>(h.step);
+    serialization::tensor_message reply;
+    reply.kind = tensor_kind::echo_reply;
     reply.step = static_cast<int64_t>(payload.size());
     try {
       parse_endpoint(key);
@@ -435,7 +433,7 @@ void data_plane::deliver(const frame_header& h, std::string key,
       spdlog::warn("data plane: echo with a bad reply address: {}", e.what());
       return;
     }
-    send(key, reply, {}, {});
+    send(key, static_cast<caf::actor_id>(h.step), std::move(reply));
     return;
   }
   caf::actor sink;
@@ -450,26 +448,10 @@ void data_plane::deliver(const frame_header& h, std::string key,
     }
     sink = it->second;
   }
-  switch (h.kind) {
-    case frame_kind::activation:
-      caf::anon_send(sink, act_atom::value, h.step, h.a, h.b, std::move(payload));
-      break;
-    case frame_kind::gradient:
-      caf::anon_send(sink, grad_atom::value, h.step, h.a, h.b, std::move(payload));
-      break;
-    case frame_kind::all_reduce:
-      caf::anon_send(sink, ar_atom::value, h.step, h.a, std::move(payload));
-      break;
-    case frame_kind::snapshot:
-      caf::anon_send(sink, snap_atom::value, std::move(key), h.step,
-                     std::move(payload));
-      break;
-    case frame_kind::echo_reply:
-      caf::anon_send(sink, echo_atom::value, h.step);
-      break;
-    case frame_kind::echo:
-      break;
-  }
+  // The same message a sender in this process would have sent: receivers
+  // have one handler for tensors, whichever way they came.
+  caf::anon_send(sink, tensor_atom::value,
+                 serialization::message_of(h, std::move(key), std::move(payload)));
 }
 
 std::string data_endpoint(const std::string& node_endpoint, int64_t data_port) {

@@ -10,6 +10,7 @@
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 #include "probe_timing.hpp"
+#include "unexpected.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -90,12 +91,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name);
   if (dp)
     dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
-  self->set_default_handler(
-    [](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-      spdlog::error("device: ignored unexpected message {}",
-                    caf::to_string(x.content()));
-      return caf::sec::unexpected_message;
-    });
+  detail::drop_unexpected(self, "device " + opts.name);
   return {
     [=](caps_atom) -> std::string {
       const auto& o = self->state.opts;
@@ -115,9 +111,14 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     [=](heartbeat_atom, int64_t seq) {
       return caf::make_message(heartbeat_atom::value, seq);
     },
-    [=](snap_atom, const std::string& key, int64_t version,
-        std::string& state) {
-      std::string err = self->state.store.put(key, version, std::move(state));
+    [=](tensor_atom, serialization::tensor_message& m) {
+      if (m.kind != serialization::tensor_kind::snapshot) {
+        spdlog::error("{}: dropped a tensor of kind {} (a device keeps "
+                      "snapshots only)",
+                      self->state.opts.name, serialization::to_string(m.kind));
+        return;
+      }
+      std::string err = self->state.store.put(m.key, m.step, std::move(m.payload));
       if (!err.empty())
         spdlog::error("{}: dropped snapshot: {}", self->state.opts.name, err);
     },
@@ -133,6 +134,13 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     [=](fetch_atom, const std::string& key, int64_t version)
       -> std::tuple<std::string, std::string> {
       auto bytes = self->state.store.get(key, version);
+      int first = 0, end = 0;
+      // A range held in pieces (a replica's own and a neighbour's backup).
+      if (!bytes && snapshot_store::parse_key(key, first, end)) {
+        auto merged = self->state.store.assemble(first, end, version);
+        if (!merged.empty())
+          bytes = std::move(merged);
+      }
       if (!bytes)
         return {self->state.opts.name + " holds no snapshot " + key
                   + " of version " + std::to_string(version),
@@ -229,10 +237,13 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           size_t answered = 0;
           auto send = [&](std::string payload) {
             if (path == probe_data_plane) {
-              serialization::frame_header h;
-              h.kind = serialization::frame_kind::echo;
-              h.step = static_cast<int64_t>(w->id());
-              return dp->send(peer_dp, h, my_dp, std::move(payload));
+              // The peer's plane answers to our plane's actor `step`.
+              serialization::tensor_message m;
+              m.kind = serialization::tensor_kind::echo;
+              m.step = static_cast<int64_t>(w->id());
+              m.key = my_dp;
+              m.payload = std::move(payload);
+              return dp->send(peer_dp, 0, std::move(m));
             }
             in_flight.push_back(w->request(peer, std::chrono::seconds(30),
                                            echo_atom::value, std::move(payload)));
@@ -241,7 +252,9 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
           auto await_echo = [&] {
             bool ok = false;
             if (path == probe_data_plane)
-              w->receive([&](echo_atom, int64_t) { ok = true; },
+              w->receive([&](tensor_atom, serialization::tensor_message& m) {
+                           ok = m.kind == serialization::tensor_kind::echo_reply;
+                         },
                          caf::after(std::chrono::seconds(30)) >> [] {});
             else if (answered < in_flight.size())
               in_flight[answered++].receive([&](int64_t) { ok = true; },

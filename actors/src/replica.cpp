@@ -11,7 +11,9 @@
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 #include "replica_state.hpp"
+#include "replica_reconfigure.hpp"
 #include "stage_executor.hpp"
+#include "unexpected.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -90,43 +92,82 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       self->quit();
     }
   });
-  self->set_default_handler(
-    [](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-      spdlog::error("replica: unexpected message {}",
-                    caf::to_string(x.content()));
-      return caf::sec::unexpected_message;
-    });
+  drop_unexpected(self, name_of(*e));
   self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value);
-  auto store = [=](bool activation, int64_t step, int32_t mb, int32_t from,
-                   const std::string& bytes) {
+  // Activations, gradients, all-reduce chunks, inputs and labels: one
+  // identity (tensor_message), checked here once, then kept by step and
+  // micro-batch until the stream takes them.
+  auto receive = [=](serialization::tensor_message& m) {
+    using serialization::tensor_kind;
     auto& s = self->state;
-    const char* what = activation ? "activation" : "gradient";
-    if (!check_index(self, from, activation ? e->prev.size() : e->next.size(),
-                     what))
+    // Tensors of another deployment: a replaced peer's last sends.
+    if (m.generation != e->spec.generation)
       return;
-    if (mb < 0 || mb >= e->spec.micro_batches
-        || step < (s.running ? s.step : s.step + 1)) {
-      spdlog::error("{}: dropped {} for step {} micro-batch {}", name_of(*e),
-                    what, step, mb);
+    const auto what = serialization::to_string(m.kind);
+    if (m.step < (s.running ? s.step : s.step + 1)) {
+      spdlog::error("{}: dropped {} for step {} (at step {})", name_of(*e),
+                    what, m.step, s.step);
       return;
     }
+    const bool piece = m.kind == tensor_kind::activation
+                       || m.kind == tensor_kind::gradient;
+    const bool own_rows = m.kind == tensor_kind::input
+                          || m.kind == tensor_kind::label;
+    if (!piece && !own_rows && m.kind != tensor_kind::all_reduce) {
+      spdlog::error("{}: dropped a tensor of kind {}", name_of(*e), what);
+      return;
+    }
+    if ((piece || own_rows)
+        && (m.micro_batch < 0 || m.micro_batch >= e->spec.micro_batches)) {
+      spdlog::error("{}: dropped {} for micro-batch {}", name_of(*e), what,
+                    m.micro_batch);
+      return;
+    }
+    if (piece
+        && !check_index(self, m.sender,
+                        m.kind == tensor_kind::activation ? e->prev.size()
+                                                          : e->next.size(),
+                        what.c_str()))
+      return;
     torch::Tensor t;
     try {
-      t = serialization::decode_tensor(bytes);
+      t = serialization::decode_tensor(m.payload);
     } catch (const std::exception& ex) {
-      spdlog::error("{}: dropped malformed {} from replica {}: {}",
-                    name_of(*e), what, from, ex.what());
+      spdlog::error("{}: dropped malformed {}: {}", name_of(*e), what, ex.what());
       return;
     }
-    auto span_from = (activation ? e->prev : e->next)[from];
-    auto ov = overlap(e->mine, span_from);
-    if (t.dim() < 1 || t.size(0) != ov.end - ov.begin) {
-      spdlog::error("{}: dropped {} with {} rows from replica {} (expected {})",
-                    name_of(*e), what, t.dim() < 1 ? -1 : t.size(0), from,
-                    ov.end - ov.begin);
+    int64_t rows = -1; // the rows this kind must have (-1: any)
+    if (piece)
+      rows = [&] {
+        auto ov = overlap(e->mine, (m.kind == tensor_kind::activation
+                                      ? e->prev
+                                      : e->next)[m.sender]);
+        return ov.end - ov.begin;
+      }();
+    else if (own_rows)
+      rows = e->mine.end - e->mine.begin;
+    if (rows >= 0 && (t.dim() < 1 || t.size(0) != rows)) {
+      spdlog::error("{}: dropped {} with {} rows from {} (expected {})",
+                    name_of(*e), what, t.dim() < 1 ? -1 : t.size(0), m.sender,
+                    rows);
       return;
     }
-    (activation ? s.acts : s.grads)[{step, mb, from}] = t;
+    switch (m.kind) {
+      case tensor_kind::activation:
+        s.acts[{m.step, m.micro_batch, m.sender}] = t;
+        break;
+      case tensor_kind::gradient:
+        s.grads[{m.step, m.micro_batch, m.sender}] = t;
+        break;
+      case tensor_kind::input:
+        s.inputs[{m.step, m.micro_batch}] = t;
+        break;
+      case tensor_kind::label:
+        s.labels[{m.step, m.micro_batch}] = t;
+        break;
+      default: // all_reduce
+        s.ar_in[{m.step, m.piece}] = t;
+    }
     advance(self);
   };
   return {
@@ -167,20 +208,16 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       }
       self->state.routes[{role, index}] = endpoint;
     },
-    [=](load_atom, int64_t step, std::string& payload) {
-      self->state.loads[step] = std::move(payload);
-      advance(self);
-    },
     [=](start_atom, int64_t step) {
       self->state.starts.insert(step);
       advance(self);
     },
-    [=](act_atom, int64_t step, int32_t mb, int32_t from,
-        const std::string& bytes) { store(true, step, mb, from, bytes); },
-    [=](grad_atom, int64_t step, int32_t mb, int32_t from,
-        const std::string& bytes) { store(false, step, mb, from, bytes); },
-    [=](ack_atom, int32_t kind, int32_t from) {
+    [=](tensor_atom, serialization::tensor_message& m) { receive(m); },
+    [=](ack_atom, int64_t generation, int32_t kind, int32_t from) {
       auto& s = self->state;
+      if (generation != e->spec.generation)
+        return; // for a send of the deployment before
+
       auto& v = kind == 0 ? s.unacked_next : s.unacked_prev;
       if (!check_index(self, from, v.size(), "ack") || v[from] <= 0) {
         spdlog::error("{}: unexpected ack", name_of(*e));
@@ -189,15 +226,70 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       --v[from];
       advance(self);
     },
-    [=](ar_atom, int64_t step, int32_t k, const std::string& bytes) {
+    [=](reconf_atom, const std::string& spec_json,
+        int64_t version) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      auto& s = self->state;
+      replica_spec next;
       try {
-        self->state.ar_in[{step, k}] = serialization::decode_tensor(bytes);
+        next = replica_spec_from_json(nlohmann::json::parse(spec_json));
+        auto problem = reconfigure_problem(e->spec, next);
+        if (!problem.empty())
+          throw std::invalid_argument("the new spec has " + problem);
+        reconfigure(self, std::move(next));
       } catch (const std::exception& ex) {
-        spdlog::error("{}: dropped malformed all-reduce chunk: {}",
-                      name_of(*e), ex.what());
-        return;
+        rp.deliver(name_of(*e) + ": cannot stay: " + ex.what(), int64_t{-1});
+        return rp;
       }
-      advance(self);
+      // Steps at or after `version` are replayed: a replica that applied one
+      // of them goes back to the snapshot its own node keeps.
+      if (s.last_finished < version) {
+        rp.deliver(std::string{}, int64_t{-1});
+        advance(self);
+        return rp;
+      }
+      if (!s.home) {
+        rp.deliver(name_of(*e) + ": cannot roll back to version "
+                     + std::to_string(version) + ": no home device",
+                   int64_t{-1});
+        return rp;
+      }
+      s.restoring = true;
+      auto key = range_key(e->spec.first_layer, e->spec.end_layer);
+      self->request(s.home, std::chrono::milliseconds(e->spec.recv_timeout_ms),
+                    fetch_atom::value, key, version)
+        .then(
+          [=](std::string& err, std::string& state) mutable {
+            auto& s = self->state;
+            s.restoring = false;
+            if (err.empty())
+              try {
+                load_stage_state(e->model, e->spec.first_layer, e->spec.end_layer,
+                                 e->optimizer.get(),
+                                 serialization::decode_tensors(state));
+              } catch (const std::exception& ex) {
+                err = ex.what();
+              }
+            if (!err.empty()) {
+              s.failed = true;
+              rp.deliver(name_of(*e) + ": cannot roll back to version "
+                           + std::to_string(version) + ": " + err,
+                         int64_t{-1});
+              return;
+            }
+            s.last_finished = version - 1;
+            rp.deliver(std::string{}, version);
+            advance(self);
+          },
+          [=](caf::error& err) mutable {
+            self->state.restoring = false;
+            self->state.failed = true;
+            rp.deliver(name_of(*e) + ": cannot roll back to version "
+                         + std::to_string(version) + ": "
+                         + self->system().render(err),
+                       int64_t{-1});
+          });
+      return rp;
     },
     [=](state_atom) -> std::string {
       return serialization::encode_tensors(capture_stage_state(
@@ -233,10 +325,7 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   auto e = std::make_shared<detail::engine>();
   e->spec = spec;
   e->dp = dp;
-  e->first = spec.stage == 0;
-  e->last = spec.stage + 1 == spec.num_stages;
-  if (e->last)
-    e->loss = training::find_loss(spec.loss);
+  detail::apply_spec(*e);
   e->model = training::build_model(spec.model, spec.model_options);
   if (spec.first_layer < 0 || spec.end_layer > e->model->size()
       || spec.first_layer >= spec.end_layer)
@@ -249,10 +338,6 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   e->optimizer = training::make_optimizer(spec.optimizer, e->params);
   load_stage_state(e->model, spec.first_layer, spec.end_layer,
                    e->optimizer.get(), serialization::decode_tensors(state));
-  auto mine = detail::spans(spec.shares);
-  e->mine = mine[spec.replica];
-  e->prev = detail::spans(spec.prev_shares);
-  e->next = detail::spans(spec.next_shares);
   auto r = sys.spawn<caf::detached>(replica_fun, e);
   if (dp)
     dp->add_sink(r);

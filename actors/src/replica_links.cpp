@@ -10,19 +10,26 @@
 namespace asteroid::actors::detail {
 
 void transmit(replica_actor* self, int role, int index, const caf::actor& to,
-              serialization::frame_header h, std::string key,
-              std::string bytes,
-              const std::function<void(std::string, std::string)>& via_caf) {
+              serialization::tensor_message m) {
   auto& st = self->state;
   auto route = st.routes.find({role, index});
   if (!st.e->dp || route == st.routes.end()) {
-    via_caf(std::move(key), std::move(bytes));
+    self->send(to, tensor_atom::value, std::move(m));
     return;
   }
-  h.destination = to.id();
-  if (!st.e->dp->send(route->second, h, std::move(key), std::move(bytes)))
+  if (!st.e->dp->send(route->second, to.id(), std::move(m)))
     fail(self, "data plane: frame to " + route->second
                  + " dropped (its queue stayed full)");
+}
+
+serialization::tensor_message outgoing(const replica_actor* self,
+                                       serialization::tensor_kind kind) {
+  serialization::tensor_message m;
+  m.kind = kind;
+  m.generation = self->state.e->spec.generation;
+  m.step = self->state.step;
+  m.sender = static_cast<int32_t>(self->state.e->spec.replica);
+  return m;
 }
 
 namespace {
@@ -31,21 +38,12 @@ void send_bytes(replica_actor* self, const caf::actor& to, int index,
                 bool activation, int mb, const torch::Tensor& t,
                 const std::string& link) {
   auto& st = self->state;
-  auto bytes = serialization::encode_tensor(t);
-  st.bytes[link] += static_cast<int64_t>(bytes.size());
-  serialization::frame_header h;
-  h.kind = activation ? serialization::frame_kind::activation
-                      : serialization::frame_kind::gradient;
-  h.step = st.step;
-  h.a = static_cast<int32_t>(mb);
-  h.b = static_cast<int32_t>(st.e->spec.replica);
-  transmit(self, activation ? peer_next : peer_prev, index, to, h, {},
-           std::move(bytes), [&](std::string, std::string b) {
-             if (activation)
-               self->send(to, act_atom::value, h.step, h.a, h.b, std::move(b));
-             else
-               self->send(to, grad_atom::value, h.step, h.a, h.b, std::move(b));
-           });
+  auto m = outgoing(self, activation ? serialization::tensor_kind::activation
+                                     : serialization::tensor_kind::gradient);
+  m.micro_batch = static_cast<int32_t>(mb);
+  m.payload = serialization::encode_tensor(t);
+  st.bytes[link] += static_cast<int64_t>(m.payload.size());
+  transmit(self, activation ? peer_next : peer_prev, index, to, std::move(m));
 }
 
 } // namespace
@@ -99,7 +97,8 @@ torch::Tensor take_pieces(replica_actor* self, bool activation, int mb) {
     parts.push_back(store[key]);
     store.erase(key);
     auto& peer = activation ? st.prev[r] : st.next[r];
-    self->send(peer, ack_atom::value, static_cast<int32_t>(activation ? 0 : 1),
+    self->send(peer, ack_atom::value, int64_t{e.spec.generation},
+               static_cast<int32_t>(activation ? 0 : 1),
                static_cast<int32_t>(e.spec.replica));
   }
   return parts.size() == 1 ? parts[0] : torch::cat(parts, 0);

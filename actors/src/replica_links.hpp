@@ -5,20 +5,20 @@
 // `credit_window` un-acknowledged micro-batches.
 #include "replica_state.hpp"
 
-#include "asteroid/serialization/frame.hpp"
-
-#include <functional>
-#include <string>
+#include "asteroid/serialization/tensor_message.hpp"
 
 namespace asteroid::actors::detail {
 
-/// Sends `bytes` to the peer (`role`, `index`) = `to`: a frame on the data
-/// plane when the supervisor routed that peer, else `via_caf(key, bytes)`.
-/// A frame the data plane cannot queue fails the replica.
+/// Sends `m` to the peer (`role`, `index`) = `to`: a frame on the data
+/// plane when the supervisor routed that peer, else a CAF message. Either
+/// way `to` receives (tensor_atom, m). A frame the data plane cannot queue
+/// fails the replica.
 void transmit(replica_actor* self, int role, int index, const caf::actor& to,
-              serialization::frame_header h, std::string key,
-              std::string bytes,
-              const std::function<void(std::string, std::string)>& via_caf);
+              serialization::tensor_message m);
+
+/// A tensor message of this replica's generation and current step.
+serialization::tensor_message outgoing(const replica_actor* self,
+                                       serialization::tensor_kind kind);
 
 /// Sends my rows of `t` (micro-batch `mb`: an activation to stage
 /// `peer_stage` = stage + 1, or a gradient to stage - 1) to each replica of

@@ -76,8 +76,8 @@ struct replica_state {
   bool failed = false;
   size_t pc = 0;
   std::set<int64_t> starts;
-  std::map<int64_t, std::string> loads;
-  bool loaded = false;
+  /// The first stage's inputs and the last stage's labels, by (step, mb).
+  std::map<std::pair<int64_t, int>, torch::Tensor> inputs, labels;
   std::vector<torch::Tensor> x, y, in, out, grad_out;
   std::map<std::tuple<int64_t, int, int>, torch::Tensor> acts, grads;
   std::map<std::pair<int64_t, int>, torch::Tensor> ar_in;
@@ -90,6 +90,12 @@ struct replica_state {
 
   /// The newest version this replica has sent a snapshot of (-1: none).
   int64_t snapshotted = -1;
+  /// The last step whose optimizer step this replica applied (-1: none):
+  /// a recovery that replays from a version at or before it rolls back.
+  int64_t last_finished = -1;
+  /// A roll-back to a snapshot is on its way from the home device: no step
+  /// begins until it is loaded.
+  bool restoring = false;
 
   // -- metrics of the step (reset when its report is sent: a snapshot taken
   // after the report counts in the next one) --

@@ -21,19 +21,14 @@ void send_chunk(replica_actor* self, int k, int idx) {
   auto& st = self->state;
   auto n = static_cast<int>(st.e->spec.shares.size());
   auto [b, en] = chunk(st.ar_flat.numel(), n, idx);
-  auto bytes = serialization::encode_tensor(st.ar_flat.slice(0, b, en));
+  auto m = outgoing(self, serialization::tensor_kind::all_reduce);
+  m.piece = static_cast<int32_t>(k);
+  m.payload = serialization::encode_tensor(st.ar_flat.slice(0, b, en));
   st.bytes["ar " + link_name(st.e->spec.stage, st.e->spec.replica,
                              st.e->spec.stage,
                              (st.e->spec.replica + 1) % n)]
-    += static_cast<int64_t>(bytes.size());
-  serialization::frame_header h;
-  h.kind = serialization::frame_kind::all_reduce;
-  h.step = st.step;
-  h.a = static_cast<int32_t>(k);
-  transmit(self, peer_ring_next, 0, st.ring_next, h, {}, std::move(bytes),
-           [&](std::string, std::string b) {
-             self->send(st.ring_next, ar_atom::value, h.step, h.a, std::move(b));
-           });
+    += static_cast<int64_t>(m.payload.size());
+  transmit(self, peer_ring_next, 0, st.ring_next, std::move(m));
 }
 
 } // namespace

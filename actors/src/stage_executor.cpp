@@ -28,29 +28,19 @@ using handler = outcome (*)(replica_actor*, const instruction&);
 outcome load_micro_batch(replica_actor* self, const instruction& ins) {
   auto& st = self->state;
   auto& e = *st.e;
-  const auto M = e.spec.micro_batches;
-  if (!st.loaded) {
-    auto i = st.loads.find(st.step);
-    if (i == st.loads.end())
-      return outcome::wait;
-    auto list = serialization::decode_tensors(i->second);
-    st.x.assign(M, {});
-    st.y.assign(M, {});
-    for (auto& [name, t] : list) {
-      if (name.size() < 2 || (name[0] != 'x' && name[0] != 'y'))
-        throw std::runtime_error("load: unexpected entry '" + name + "'");
-      auto m = std::stoi(name.substr(1));
-      if (m < 0 || m >= M || t.size(0) != e.mine.end - e.mine.begin)
-        throw std::runtime_error("load: entry '" + name
-                                 + "' has the wrong micro-batch or row count");
-      (name[0] == 'x' ? st.x : st.y)[m] = t;
-    }
-    st.loaded = true;
+  const auto key = std::make_pair(st.step, ins.micro_batch);
+  auto x = st.inputs.find(key);
+  auto y = st.labels.find(key);
+  if ((e.first && x == st.inputs.end()) || (e.last && y == st.labels.end()))
+    return outcome::wait;
+  if (e.first) {
+    st.x[ins.micro_batch] = x->second;
+    st.inputs.erase(x);
   }
-  auto mb = ins.micro_batch;
-  if ((e.first && !st.x[mb].defined()) || (e.last && !st.y[mb].defined()))
-    throw std::runtime_error("load: micro-batch " + std::to_string(mb)
-                             + " missing");
+  if (e.last) {
+    st.y[ins.micro_batch] = y->second;
+    st.labels.erase(y);
+  }
   return outcome::next;
 }
 
@@ -193,19 +183,14 @@ void snapshot(replica_actor* self, int64_t version) {
     bytes = serialization::encode_tensors(capture_stage_state(
       e.model, e.spec.first_layer, e.spec.end_layer, e.optimizer.get()));
   });
-  auto key = range_key(e.spec.first_layer, e.spec.end_layer);
-  if (e.spec.replica == 0 && st.backup) {
-    serialization::frame_header h;
-    h.kind = serialization::frame_kind::snapshot;
-    h.step = version;
-    transmit(self, peer_backup, 0, st.backup, h, key, bytes,
-             [&](std::string k, std::string b) {
-               self->send(st.backup, snap_atom::value, std::move(k), h.step,
-                          std::move(b));
-             });
-  }
+  auto m = outgoing(self, serialization::tensor_kind::snapshot);
+  m.step = version;
+  m.key = range_key(e.spec.first_layer, e.spec.end_layer);
+  m.payload = std::move(bytes);
+  if (e.spec.replica == 0 && st.backup)
+    transmit(self, peer_backup, 0, st.backup, m);
   if (st.home)
-    self->send(st.home, snap_atom::value, key, version, std::move(bytes));
+    self->send(st.home, tensor_atom::value, std::move(m));
 }
 
 void begin_step(replica_actor* self) {
@@ -220,6 +205,8 @@ void begin_step(replica_actor* self) {
   st.bytes.clear();
   st.max_unacked = 0;
   st.step_start_us = wall_us();
+  st.x.assign(M, {});
+  st.y.assign(M, {});
   st.in.assign(M, {});
   st.out.assign(M, {});
   st.grad_out.assign(M, {});
@@ -237,6 +224,7 @@ void finish_step(replica_actor* self) {
   auto& st = self->state;
   auto& e = *st.e;
   nlohmann::json report{{"stage", e.spec.stage},
+                        {"actor", static_cast<int64_t>(self->id())},
                         {"replica", e.spec.replica},
                         {"generation", e.spec.generation},
                         {"label", name_of(e)},
@@ -249,13 +237,12 @@ void finish_step(replica_actor* self) {
                         {"bytes", st.bytes},
                         {"events", std::move(st.events)}};
   self->send(st.supervisor, done_atom::value, st.step, report.dump());
+  st.last_finished = st.step;
   st.busy_s = 0;
   st.overrun_s = 0;
   st.events = nlohmann::json::array();
-  st.loads.erase(st.step);
   st.starts.erase(st.step);
   st.running = false;
-  st.loaded = false;
   st.pc = 0;
   st.x.clear();
   st.y.clear();
@@ -275,7 +262,7 @@ void finish_step(replica_actor* self) {
 
 void advance(replica_actor* self) {
   auto& st = self->state;
-  if (st.failed)
+  if (st.failed || st.restoring)
     return;
   try {
     if (!st.running) {

@@ -166,13 +166,19 @@ private:
   /// The device whose connection or replica `dm` reports gone, with why
   /// (-1: neither); a closed connection also goes to closed_.
   std::pair<int, std::string> device_down(const caf::down_msg& dm);
-  /// Sends `xs` to device `d` and returns its reply (the first message from
-  /// `d` made of `Reply` types). Throws device_lost at once when a device
-  /// goes away meanwhile (CAF 0.17 never fails a request to a dead peer),
-  /// std::runtime_error naming `what` after `timeout`.
+  /// Sends `xs` to `to` (device `d`'s actor or a replica on it) and returns
+  /// its reply (the first message from `to` made of `Reply` types). Throws
+  /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
+  /// fails a request to a dead peer), std::runtime_error naming `what`
+  /// after `timeout`.
   template <class... Reply, class... Ts>
-  caf::message ask(int d, milliseconds timeout, const std::string& what,
-                   const Ts&... xs);
+  caf::message ask(int d, const caf::actor& to, milliseconds timeout,
+                   const std::string& what, const Ts&... xs);
+  /// The running replica that can serve stage `st` on device `d` in the
+  /// next deployment: one of the same layers on that device, whose node
+  /// holds the snapshot it would roll back to.
+  std::optional<replica_ref> keepable(const planner::stage_plan& st, int d,
+                                      const state_source& src) const;
   /// Waits (bounded) for the replies to asks that a loss interrupted, so
   /// that no later ask takes one for its own, and stops the replicas that
   /// late deploy replies name.
@@ -269,6 +275,9 @@ private:
     std::vector<json> reports;
   } early_;
   std::vector<std::vector<replica_ref>> stages_;
+  /// Replicas the last deployment kept running ({"replica", "actor",
+  /// "restored_version"}: -1 when their state was kept as it was).
+  std::vector<json> kept_;
   int num_replicas_ = 0;
   int64_t hb_round_ = 0;
   std::set<size_t> faults_fired_;

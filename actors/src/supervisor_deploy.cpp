@@ -39,16 +39,16 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
 }
 
 template <class... Reply, class... Ts>
-caf::message supervisor::ask(int d, milliseconds timeout, const std::string& what,
-                             const Ts&... xs) {
+caf::message supervisor::ask(int d, const caf::actor& to, milliseconds timeout,
+                             const std::string& what, const Ts&... xs) {
   // A plain send: the node's answer comes back as an ordinary message, so
   // one receive sees it and a down message alike. Heartbeats go on
   // meanwhile: a node that hangs (SIGSTOP, a silent cut) keeps its
   // connection open, and without them a deployment would wait for the
   // whole timeout and then fail the job. Nodes answer heartbeats while they
   // build a replica (node.cpp), so a busy node is not taken for a hung one.
-  auto from = caf::actor_cast<caf::strong_actor_ptr>(devices_[d]);
-  self_->send(devices_[d], xs...);
+  auto from = caf::actor_cast<caf::strong_actor_ptr>(to);
+  self_->send(to, xs...);
   auto deadline = clock::now() + timeout;
   heartbeats_.catch_up(clock::now());
   std::optional<caf::message> reply;
@@ -88,8 +88,10 @@ caf::message supervisor::ask(int d, milliseconds timeout, const std::string& wha
         caf::after(wait) >> [] {});
     }
     if (gone.first >= 0) {
-      if (gone.first != d)
-        ++abandoned_[d]; // d still answers, later
+      // d's device still answers, later (a replica's answer needs no
+      // waiting for: the replica is stopped with its deployment).
+      if (gone.first != d && to == devices_[d])
+        ++abandoned_[d];
       throw device_lost(gone.first, what + ": node " + who(gone.first)
                                       + " was lost: " + gone.second);
     }
@@ -212,10 +214,57 @@ void supervisor::forget_snapshots() {
   }
 }
 
+std::optional<replica_ref> supervisor::keepable(const planner::stage_plan& st, int d,
+                                                const state_source& src) const {
+  // The checkpoint baseline restarts from scratch; a first deployment has
+  // nothing running.
+  if (src.version < 0 || ft().recovery == "restart" || dead_.count(d))
+    return std::nullopt;
+  // A replica that must roll back does so from its own node's snapshots.
+  if (!src.inventories.empty()) {
+    auto inv = src.inventories.find(d);
+    if (inv == src.inventories.end()
+        || !tiles(inv->second, st.first_layer, st.end_layer, src.version))
+      return std::nullopt;
+  }
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (s >= plan_.stages.size()
+        || plan_.stages[s].first_layer != st.first_layer
+        || plan_.stages[s].end_layer != st.end_layer)
+      continue;
+    for (auto& r : stages_[s])
+      if (r.device == d && r.handle)
+        return r;
+  }
+  return std::nullopt;
+}
+
 void supervisor::deploy(const planner::plan& p, const state_source& src) {
   fed_step_.reset(); // new replicas hold no loads
   const auto P = p.num_stages();
-  stages_.assign(P, {});
+  // Replicas whose device survived and keeps its layers stay (same actor,
+  // same state); the others stop before anything new is built.
+  std::vector<std::vector<replica_ref>> next(P);
+  std::set<caf::actor> staying;
+  for (int s = 0; s < P; ++s)
+    for (size_t r = 0; r < p.stages[s].devices.size(); ++r) {
+      auto d = p.stages[s].devices[r];
+      auto kept = keepable(p.stages[s], d, src);
+      if (kept && staying.insert(kept->handle).second)
+        next[s].push_back({s, static_cast<int>(r), d, kept->handle});
+      else
+        next[s].push_back({s, static_cast<int>(r), d, caf::actor{}});
+    }
+  for (auto& st : stages_)
+    for (auto& r : st)
+      if (r.handle && !staying.count(r.handle)) {
+        self_->demonitor(r.handle);
+        self_->send(r.handle, stop_atom::value);
+      }
+  // From here stop_replicas() reaches every replica of this deployment,
+  // kept or built, whatever interrupts it.
+  stages_ = next;
+  kept_.clear();
   num_replicas_ = 0;
   auto window = job_.credit_window > 0 ? job_.credit_window : P + 1;
   auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(30);
@@ -270,6 +319,28 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
                    + name_of(d);
       auto spec_json = to_json(spec);
+      auto& slot = stages_[s][r];
+      trace_.thread_names[{d, 100 * s + static_cast<int>(r)}]
+        = "s" + std::to_string(s) + "r" + std::to_string(r);
+      ++num_replicas_;
+      if (slot.handle) {
+        auto what = "re-configuring " + spec.label;
+        auto reply = ask<std::string, int64_t>(d, slot.handle, timeout, what,
+                                               reconf_atom::value,
+                                               spec_json.dump(), src.version);
+        auto err = reply.get_as<std::string>(0);
+        if (err.empty()) {
+          kept_.push_back({{"replica", spec.label},
+                           {"actor", static_cast<int64_t>(slot.handle.id())},
+                           {"restored_version", reply.get_as<int64_t>(1)}});
+          continue;
+        }
+        // It could not stay (no snapshot to roll back to): build it anew.
+        spdlog::warn("{}; deploying a new replica instead", err);
+        self_->demonitor(slot.handle);
+        self_->send(slot.handle, stop_atom::value);
+        slot.handle = {};
+      }
       std::string state;
       auto inv = src.inventories.find(d);
       if (src.version >= 0 && inv != src.inventories.end()
@@ -283,23 +354,21 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       }
       auto what = "deploying stage " + std::to_string(s) + " replica "
                   + std::to_string(r) + " on node " + who(d);
-      auto reply = ask<std::string, caf::actor>(d, timeout, what, deploy_atom::value,
+      auto reply = ask<std::string, caf::actor>(d, devices_[d], timeout, what,
+                                                deploy_atom::value,
                                                 spec_json.dump(), state);
       auto err = reply.get_as<std::string>(0);
       auto handle = reply.get_as<caf::actor>(1);
       if (!err.empty() || !handle)
         throw std::runtime_error(what + ": " + err);
       self_->monitor(handle);
-      stages_[s].push_back({s, static_cast<int>(r), d, handle});
-      ++num_replicas_;
-      trace_.thread_names[{d, 100 * s + static_cast<int>(r)}]
-        = "s" + std::to_string(s) + "r" + std::to_string(r);
+      slot.handle = handle;
     }
   }
   if (src.version >= 0)
-    spdlog::info("deployed generation {}: {} replicas restored from their "
-                 "node's snapshots, {} shipped",
-                 generation_, local, shipped);
+    spdlog::info("deployed generation {}: {} replicas kept, {} restored from "
+                 "their node's snapshots, {} shipped",
+                 generation_, kept_.size(), local, shipped);
   // -- wiring --
   auto me = caf::actor_cast<caf::actor>(self_);
   for (int s = 0; s < P; ++s) {
@@ -345,10 +414,11 @@ std::string supervisor::data_endpoint(int d) const {
 
 void supervisor::stop_replicas() {
   for (auto& st : stages_)
-    for (auto& r : st) {
-      self_->demonitor(r.handle);
-      self_->send(r.handle, stop_atom::value);
-    }
+    for (auto& r : st)
+      if (r.handle) {
+        self_->demonitor(r.handle);
+        self_->send(r.handle, stop_atom::value);
+      }
   stages_.clear();
   num_replicas_ = 0;
 }
@@ -432,7 +502,8 @@ serialization::named_tensors supervisor::fetch_full_state(
                                + std::to_string(at) + " at step "
                                + std::to_string(version));
     auto what = "fetching snapshot " + key + " from node " + who(holder);
-    auto reply = ask<std::string, std::string>(holder, milliseconds(job_.step_timeout_ms),
+    auto reply = ask<std::string, std::string>(holder, devices_[holder],
+                                               milliseconds(job_.step_timeout_ms),
                                                what, fetch_atom::value, key, version);
     if (!reply.get_as<std::string>(0).empty())
       throw std::runtime_error(what + ": " + reply.get_as<std::string>(0));

@@ -104,7 +104,8 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
     throw std::runtime_error("node " + who(*lost.begin())
                              + " was lost at step " + std::to_string(failed_step)
                              + " and recovery is off");
-  stop_replicas();
+  // The replicas keep running until the deployment decides which of them
+  // stay; whatever they send until then belongs to the generation before.
   ++generation_;
   std::vector<std::string> changes;
   // Planned again, on fewer devices, when one more is lost meanwhile.
@@ -189,6 +190,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"recover_s", seconds_between(t_begin, clock::now())},
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},
+               {"kept", kept_},
                {"changes", changes}});
   return src.version;
 }
@@ -200,7 +202,6 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   state_source src;
   src.version = step;
   src.full = gather_full_state();
-  stop_replicas();
   ++generation_;
   deploy_surviving(
     [&]() -> std::pair<planner::plan, state_source> {
@@ -210,6 +211,7 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   rec["step"] = step;
   rec["recover_s"] = seconds_between(t_begin, clock::now());
   rec["plan"] = json(plan_);
+  rec["kept"] = kept_;
   fault_event(event, rec);
 }
 

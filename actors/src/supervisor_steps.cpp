@@ -121,27 +121,29 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
   const auto P = plan_.num_stages();
   const auto M = plan_.micro_batches;
   const auto mbs = plan_.micro_batch_size();
-  // The first stage's inputs and the last stage's labels.
-  std::map<caf::actor, serialization::named_tensors> feed;
-  for (int s : {0, P - 1}) {
+  // The first stage's inputs and the last stage's labels, one tensor
+  // message per micro-batch and replica: the rows of its share.
+  for (auto kind : {serialization::tensor_kind::input,
+                    serialization::tensor_kind::label}) {
+    const bool inputs = kind == serialization::tensor_kind::input;
+    const int s = inputs ? 0 : P - 1;
+    const auto& source = inputs ? batch.inputs : batch.targets;
     int64_t at = 0;
     for (size_t r = 0; r < plan_.stages[s].shares.size(); ++r) {
       auto share = plan_.stages[s].shares[r];
-      auto& list = feed[stages_[s][r].handle];
       for (int m = 0; m < M; ++m) {
-        auto b0 = m * mbs + at, b1 = b0 + share;
-        if (s == 0)
-          list.emplace_back("x" + std::to_string(m), batch.inputs.slice(0, b0, b1));
-        if (s == P - 1)
-          list.emplace_back("y" + std::to_string(m), batch.targets.slice(0, b0, b1));
+        serialization::tensor_message msg;
+        msg.kind = kind;
+        msg.generation = generation_;
+        msg.step = step;
+        msg.micro_batch = m;
+        auto b0 = m * mbs + at;
+        msg.payload = serialization::encode_tensor(source.slice(0, b0, b0 + share));
+        self_->send(stages_[s][r].handle, tensor_atom::value, std::move(msg));
       }
       at += share;
     }
-    if (P == 1)
-      break;
   }
-  for (auto& [h, list] : feed)
-    self_->send(h, load_atom::value, step, serialization::encode_tensors(list));
   fed_step_ = step;
 }
 
@@ -303,6 +305,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
     int s = rep["stage"], r = rep["replica"];
     int d = stages_[s][r].device;
     reps.push_back({{"replica", rep["label"]},
+                    {"actor", rep.value("actor", int64_t{-1})},
                     {"stage", s},
                     {"busy_s", rep["busy_s"]},
                     {"overrun_s", rep.value("overrun_s", 0.0)},

@@ -26,17 +26,47 @@ T get(const char* in, std::size_t at) {
 
 } // namespace
 
+frame_header frame_header_of(const tensor_message& m, std::uint64_t destination) {
+  frame_header h;
+  h.destination = destination;
+  h.kind = m.kind;
+  h.generation = m.generation;
+  h.step = m.step;
+  h.micro_batch = m.micro_batch;
+  h.piece = m.piece;
+  h.sender = m.sender;
+  h.key_size = static_cast<std::uint32_t>(m.key.size());
+  h.payload_size = m.payload.size();
+  return h;
+}
+
+tensor_message message_of(const frame_header& h, std::string key,
+                          std::string payload) {
+  tensor_message m;
+  m.kind = h.kind;
+  m.generation = h.generation;
+  m.step = h.step;
+  m.micro_batch = h.micro_batch;
+  m.piece = h.piece;
+  m.sender = h.sender;
+  m.key = std::move(key);
+  m.payload = std::move(payload);
+  return m;
+}
+
 std::array<char, frame_header_size> encode_frame_header(const frame_header& h) {
   std::array<char, frame_header_size> out{};
   std::memcpy(out.data(), magic, 4);
   put(out.data(), 4, frame_version);
   put(out.data(), 5, static_cast<std::uint8_t>(h.kind));
   put(out.data(), 8, h.destination);
-  put(out.data(), 16, h.step);
-  put(out.data(), 24, h.a);
-  put(out.data(), 28, h.b);
-  put(out.data(), 32, h.key_size);
-  put(out.data(), 36, h.payload_size);
+  put(out.data(), 16, h.generation);
+  put(out.data(), 24, h.step);
+  put(out.data(), 32, h.micro_batch);
+  put(out.data(), 36, h.piece);
+  put(out.data(), 40, h.sender);
+  put(out.data(), 44, h.key_size);
+  put(out.data(), 48, h.payload_size);
   return out;
 }
 
@@ -48,17 +78,18 @@ frame_header decode_frame_header(const char* in, const frame_limits& limits) {
     throw wire_error("data-plane frame: unsupported version "
                      + std::to_string(version));
   auto kind = get<std::uint8_t>(in, 5);
-  if (kind < static_cast<std::uint8_t>(frame_kind::activation)
-      || kind > static_cast<std::uint8_t>(frame_kind::echo_reply))
+  if (!is_tensor_kind(kind))
     throw wire_error("data-plane frame: unknown kind " + std::to_string(kind));
   frame_header h;
-  h.kind = static_cast<frame_kind>(kind);
+  h.kind = static_cast<tensor_kind>(kind);
   h.destination = get<std::uint64_t>(in, 8);
-  h.step = get<std::int64_t>(in, 16);
-  h.a = get<std::int32_t>(in, 24);
-  h.b = get<std::int32_t>(in, 28);
-  h.key_size = get<std::uint32_t>(in, 32);
-  h.payload_size = get<std::uint64_t>(in, 36);
+  h.generation = get<std::int64_t>(in, 16);
+  h.step = get<std::int64_t>(in, 24);
+  h.micro_batch = get<std::int32_t>(in, 32);
+  h.piece = get<std::int32_t>(in, 36);
+  h.sender = get<std::int32_t>(in, 40);
+  h.key_size = get<std::uint32_t>(in, 44);
+  h.payload_size = get<std::uint64_t>(in, 48);
   if (h.key_size > limits.max_key)
     throw wire_error("data-plane frame: key of " + std::to_string(h.key_size)
                      + " bytes exceeds the limit of "

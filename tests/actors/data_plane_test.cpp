@@ -16,7 +16,8 @@
 using namespace asteroid;
 using namespace std::chrono_literals;
 using serialization::frame_header;
-using serialization::frame_kind;
+using serialization::tensor_kind;
+using serialization::tensor_message;
 
 namespace {
 
@@ -38,15 +39,28 @@ struct planes {
   std::string a_endpoint() const { return "127.0.0.1:" + std::to_string(a->port()); }
 };
 
-frame_header header(frame_kind kind, const caf::actor& to, int64_t step,
-                    int32_t a = 0, int32_t b = 0) {
-  frame_header h;
-  h.kind = kind;
-  h.destination = to.id();
-  h.step = step;
-  h.a = a;
-  h.b = b;
-  return h;
+tensor_message msg(tensor_kind kind, int64_t step, int32_t mb = 0,
+                   int32_t sender = 0, std::string payload = {},
+                   std::string key = {}) {
+  tensor_message m;
+  m.kind = kind;
+  m.generation = 5;
+  m.step = step;
+  m.micro_batch = mb;
+  m.piece = mb + 1;
+  m.sender = sender;
+  m.key = std::move(key);
+  m.payload = std::move(payload);
+  return m;
+}
+
+/// The next tensor message `self` receives within 10 s (kind 0: none).
+tensor_message next_tensor(caf::scoped_actor& self) {
+  tensor_message got;
+  got.kind = static_cast<tensor_kind>(0);
+  self->receive([&](actors::tensor_atom, tensor_message& m) { got = std::move(m); },
+                caf::after(10s) >> [] {});
+  return got;
 }
 
 /// Writes raw bytes to a listener and reports whether the peer closed.
@@ -78,50 +92,33 @@ TEST_CASE("data plane: frames arrive as the runtime's messages, in order") {
   for (size_t i = 0; i < big.size(); ++i)
     big[i] = static_cast<char>(i * 131 % 251);
   for (int mb = 0; mb < 5; ++mb)
-    REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::activation, me, 7, mb, 2),
-                      {}, big.substr(0, 1000 + static_cast<size_t>(mb))));
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::gradient, me, 8, 1, 3), {}, big));
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::all_reduce, me, 9, 4), {}, "ar"));
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::snapshot, me, 10), "L0-3", "state"));
+    REQUIRE(p.a->send(p.b_endpoint(), me.id(),
+                      msg(tensor_kind::activation, 7, mb, 2,
+                          big.substr(0, 1000 + static_cast<size_t>(mb)))));
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(), msg(tensor_kind::gradient, 8, 1, 3, big)));
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(), msg(tensor_kind::all_reduce, 9, 4, 0, "ar")));
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(),
+                    msg(tensor_kind::snapshot, 10, 0, 0, "state", "L0-3")));
   for (int mb = 0; mb < 5; ++mb) {
-    bool got = false;
-    sink->receive(
-      [&](actors::act_atom, int64_t step, int32_t m, int32_t from, const std::string& bytes) {
-        CHECK(step == 7);
-        CHECK(m == mb); // one connection per destination keeps the order
-        CHECK(from == 2);
-        CHECK(bytes == big.substr(0, 1000 + static_cast<size_t>(mb)));
-        got = true;
-      },
-      caf::after(10s) >> [] {});
-    REQUIRE(got);
+    auto m = next_tensor(sink);
+    REQUIRE(m.kind == tensor_kind::activation);
+    CHECK(m.step == 7);
+    CHECK(m.micro_batch == mb); // one connection per destination keeps the order
+    CHECK(m.generation == 5);
+    CHECK(m.piece == mb + 1);
+    CHECK(m.sender == 2);
+    CHECK(m.payload == big.substr(0, 1000 + static_cast<size_t>(mb)));
   }
-  bool got = false;
-  sink->receive(
-    [&](actors::grad_atom, int64_t step, int32_t m, int32_t from, const std::string& bytes) {
-      CHECK((step == 8 && m == 1 && from == 3));
-      CHECK(bytes == big);
-      got = true;
-    },
-    caf::after(10s) >> [] {});
-  REQUIRE(got);
-  got = false;
-  sink->receive(
-    [&](actors::ar_atom, int64_t step, int32_t k, const std::string& bytes) {
-      CHECK((step == 9 && k == 4 && bytes == "ar"));
-      got = true;
-    },
-    caf::after(10s) >> [] {});
-  REQUIRE(got);
-  got = false;
-  sink->receive(
-    [&](actors::snap_atom, const std::string& key, int64_t version,
-        const std::string& bytes) {
-      CHECK((key == "L0-3" && version == 10 && bytes == "state"));
-      got = true;
-    },
-    caf::after(10s) >> [] {});
-  REQUIRE(got);
+  auto m = next_tensor(sink);
+  REQUIRE(m.kind == tensor_kind::gradient);
+  CHECK((m.step == 8 && m.micro_batch == 1 && m.sender == 3));
+  CHECK(m.payload == big);
+  m = next_tensor(sink);
+  REQUIRE(m.kind == tensor_kind::all_reduce);
+  CHECK((m.step == 9 && m.piece == 5 && m.payload == "ar"));
+  m = next_tensor(sink);
+  REQUIRE(m.kind == tensor_kind::snapshot);
+  CHECK((m.key == "L0-3" && m.step == 10 && m.payload == "state"));
   auto s = p.a->stats();
   CHECK(s.frames_out == 8);
   CHECK(s.dropped_out == 0);
@@ -138,18 +135,14 @@ TEST_CASE("data plane: frames for an actor that is gone are dropped") {
   p.b->add_sink(me);
   caf::anon_send(gone, actors::stop_atom::value);
   // After the actor exits its sink entry goes; wait (bounded) for that.
-  auto dest = header(frame_kind::activation, gone, 1);
   for (int i = 0; i < 100 && p.b->stats().dropped_in == 0; ++i) {
-    p.a->send(p.b_endpoint(), dest, {}, "x");
+    p.a->send(p.b_endpoint(), gone.id(), msg(tensor_kind::activation, 1, 0, 0, "x"));
     std::this_thread::sleep_for(20ms);
   }
   CHECK(p.b->stats().dropped_in > 0);
   // The plane still serves the live sink.
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::all_reduce, me, 5), {}, "ok"));
-  bool got = false;
-  sink->receive([&](actors::ar_atom, int64_t, int32_t, const std::string& b) { got = b == "ok"; },
-                caf::after(10s) >> [] {});
-  CHECK(got);
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(), msg(tensor_kind::all_reduce, 5, 0, 0, "ok")));
+  CHECK(next_tensor(sink).payload == "ok");
 }
 
 TEST_CASE("data plane: a bad frame closes that connection only") {
@@ -158,17 +151,14 @@ TEST_CASE("data plane: a bad frame closes that connection only") {
   auto me = caf::actor_cast<caf::actor>(sink);
   p.b->add_sink(me);
   CHECK(peer_closes_after(p.b->port(), std::string(64, 'G'))); // bad magic
-  frame_header huge = header(frame_kind::activation, me, 1);
+  frame_header huge = serialization::frame_header_of(msg(tensor_kind::activation, 1), me.id());
   huge.payload_size = std::uint64_t{1} << 40; // beyond the limit: no allocation
   auto bytes = serialization::encode_frame_header(huge);
   CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
   CHECK(p.b->stats().bad_connections == 2);
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::all_reduce, me, 5), {}, "still here"));
-  bool got = false;
-  sink->receive(
-    [&](actors::ar_atom, int64_t, int32_t, const std::string& b) { got = b == "still here"; },
-    caf::after(10s) >> [] {});
-  CHECK(got);
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(),
+                    msg(tensor_kind::all_reduce, 5, 0, 0, "still here")));
+  CHECK(next_tensor(sink).payload == "still here");
 }
 
 TEST_CASE("data plane: frames to a node that does not answer are dropped, "
@@ -186,16 +176,14 @@ TEST_CASE("data plane: frames to a node that does not answer are dropped, "
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   auto dead = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   ::close(fd);
-  frame_header h;
-  h.kind = frame_kind::activation;
   for (int i = 0; i < 3; ++i)
-    CHECK(p.a->send(dead, h, {}, "lost"));
+    CHECK(p.a->send(dead, 1, msg(tensor_kind::activation, 0, 0, 0, "lost")));
   for (int i = 0; i < 250 && p.a->stats().dropped_out < 3; ++i)
     std::this_thread::sleep_for(20ms);
   CHECK(p.a->stats().dropped_out == 3);
   CHECK(p.a->stats().frames_out == 0);
   // A malformed address is the writer's problem too: queued, then dropped.
-  CHECK(p.a->send("no-port", h, {}, "x"));
+  CHECK(p.a->send("no-port", 1, msg(tensor_kind::activation, 0, 0, 0, "x")));
   for (int i = 0; i < 250 && p.a->stats().dropped_out < 4; ++i)
     std::this_thread::sleep_for(20ms);
   CHECK(p.a->stats().dropped_out == 4);
@@ -205,14 +193,12 @@ TEST_CASE("data plane: the probe echo comes back to the prober's sink") {
   planes p;
   caf::scoped_actor prober{*p.sys};
   p.a->add_sink(caf::actor_cast<caf::actor>(prober));
-  frame_header h;
-  h.kind = frame_kind::echo;
-  h.step = static_cast<int64_t>(prober->id());
-  REQUIRE(p.a->send(p.b_endpoint(), h, p.a_endpoint(), std::string(12345, 'e')));
-  int64_t size = -1;
-  prober->receive([&](actors::echo_atom, int64_t n) { size = n; },
-                  caf::after(10s) >> [] {});
-  CHECK(size == 12345);
+  auto echo = msg(tensor_kind::echo, static_cast<int64_t>(prober->id()), 0, 0,
+                 std::string(12345, 'e'), p.a_endpoint());
+  REQUIRE(p.a->send(p.b_endpoint(), 0, echo));
+  auto reply = next_tensor(prober);
+  CHECK(reply.kind == tensor_kind::echo_reply);
+  CHECK(reply.step == 12345);
 }
 
 TEST_CASE("data plane: a paced plane keeps to its rate") {
@@ -223,12 +209,9 @@ TEST_CASE("data plane: a paced plane keeps to its rate") {
   auto me = caf::actor_cast<caf::actor>(sink);
   p.b->add_sink(me);
   auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(p.a->send(p.b_endpoint(), header(frame_kind::all_reduce, me, 1), {},
-                    std::string(1000000, 'r')));
-  bool got = false;
-  sink->receive([&](actors::ar_atom, int64_t, int32_t, const std::string&) { got = true; },
-                caf::after(10s) >> [] {});
-  REQUIRE(got);
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(),
+                    msg(tensor_kind::all_reduce, 1, 0, 0, std::string(1000000, 'r'))));
+  REQUIRE(next_tensor(sink).kind == tensor_kind::all_reduce);
   auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // A lower bound only (a loaded machine may take longer, never shorter).
   CHECK(dt >= 0.2);

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <signal.h>
@@ -102,6 +103,48 @@ TEST_CASE("a killed device of a replicated stage: the job finishes with the "
   CHECK(r.plan.stages[0].shares == std::vector<int64_t>{8});
   CHECK(r.plan.stages[1].devices == std::vector<int>{2, 3});
   CHECK((*find_event(r, "recovered"))["mode"] == "replay");
+}
+
+TEST_CASE("a killed device of one stage: the replicas that lost nothing keep "
+          "running, same actors and state, and the weights equal the "
+          "fault-free run (cnn, 3 stages, 4 processes)") {
+  auto step = random_step(2, 12);
+  INFO("kill at step " << step);
+  // conv1 on device 0, conv2 + fc1 on devices 1 and 2, the classifier on 3.
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 1, {0}, {8}},
+                                              {1, 3, {1, 2}, {5, 3}},
+                                              {3, 4, {3}, {8}}}));
+  job.optimizer.lr = 0.02;
+  job.max_steps = 16;
+  // At the step's start: no replica can have finished the step (each one
+  // needs device 2's rows), so none has to roll back.
+  job.faults = {fault(2, step, "kill", 0)};
+  auto r = run_and_compare(job, 4, 27455, "kill in the middle stage, step "
+                                            + std::to_string(step));
+  REQUIRE(r.plan.num_stages() == 3);
+  CHECK(r.plan.stages[1].devices == std::vector<int>{1});
+  // The actor behind every replica label, per step.
+  auto actor_of = [&](int64_t at, const std::string& prefix) -> int64_t {
+    for (auto& rep : r.iterations.at(static_cast<size_t>(at))["replicas"])
+      if (rep["replica"].get<std::string>().rfind(prefix, 0) == 0)
+        return rep["actor"].get<int64_t>();
+    return -1;
+  };
+  for (std::string who : {"s0r0@", "s1r0@", "s2r0@"}) {
+    INFO(who);
+    auto before = actor_of(0, who);
+    CHECK(before > 0);
+    CHECK(actor_of(job.max_steps - 1, who) == before);
+  }
+  auto* recovered = find_event(r, "recovered");
+  REQUIRE(recovered);
+  CHECK((*recovered)["mode"] == "replay");
+  std::set<std::string> kept;
+  for (auto& k : (*recovered)["kept"]) {
+    CHECK(k["restored_version"] == -1); // state kept as it was
+    kept.insert(k["replica"].get<std::string>().substr(0, 5));
+  }
+  CHECK(kept == std::set<std::string>{"s0r0@", "s1r0@", "s2r0@"});
 }
 
 TEST_CASE("a killed device that is a whole stage: its layers merge into the "

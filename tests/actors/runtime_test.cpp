@@ -346,11 +346,23 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
       replica = a;
     }, [&](caf::error&) {});
   REQUIRE(replica);
-  self->send(replica, actors::act_atom::value, int64_t{0}, int32_t{0},
-             int32_t{0}, std::string("not a tensor"));
-  self->send(replica, actors::ar_atom::value, int64_t{0}, int32_t{0},
-             std::string("ASTT garbage"));
-  self->send(replica, actors::ack_atom::value, int32_t{5}, int32_t{-1});
+  auto garbage = [&](serialization::tensor_kind kind, int32_t mb,
+                     int32_t sender, std::string payload) {
+    serialization::tensor_message m;
+    m.kind = kind;
+    m.generation = spec.generation;
+    m.micro_batch = mb;
+    m.sender = sender;
+    m.payload = std::move(payload);
+    self->send(replica, actors::tensor_atom::value, std::move(m));
+  };
+  garbage(serialization::tensor_kind::activation, 0, 0, "not a tensor");
+  garbage(serialization::tensor_kind::all_reduce, 0, 0, "ASTT garbage");
+  garbage(serialization::tensor_kind::input, 99, -1, "");
+  garbage(serialization::tensor_kind::gradient, 0, 7, "");
+  garbage(static_cast<serialization::tensor_kind>(200), 0, 0, "");
+  self->send(replica, actors::ack_atom::value, int64_t{spec.generation}, int32_t{5},
+             int32_t{-1});
   self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
              replica);
   std::string state;

@@ -6,24 +6,42 @@
 
 using namespace asteroid::serialization;
 
-TEST_CASE("frame headers round-trip every field", "[frame]") {
-  frame_header h;
-  h.kind = frame_kind::gradient;
-  h.destination = 0x0123456789abcdefULL;
-  h.step = -42;
-  h.a = 7;
-  h.b = -3;
-  h.key_size = 11;
-  h.payload_size = (std::uint64_t{1} << 20) + 5;
+TEST_CASE("frame headers round-trip every field of a tensor message", "[frame]") {
+  tensor_message m;
+  m.kind = tensor_kind::gradient;
+  m.generation = 3;
+  m.step = -42;
+  m.micro_batch = 7;
+  m.piece = 5;
+  m.sender = -3;
+  m.key = "L0-3";
+  m.payload = std::string((1 << 20) + 5, 'p');
+  auto h = frame_header_of(m, 0x0123456789abcdefULL);
+  CHECK(h.key_size == 4);
+  CHECK(h.payload_size == m.payload.size());
   auto bytes = encode_frame_header(h);
   auto back = decode_frame_header(bytes.data());
-  CHECK(back.kind == h.kind);
-  CHECK(back.destination == h.destination);
-  CHECK(back.step == h.step);
-  CHECK(back.a == h.a);
-  CHECK(back.b == h.b);
+  CHECK(back.destination == 0x0123456789abcdefULL);
+  auto got = message_of(back, m.key, m.payload);
+  CHECK(got.kind == m.kind);
+  CHECK(got.generation == m.generation);
+  CHECK(got.step == m.step);
+  CHECK(got.micro_batch == m.micro_batch);
+  CHECK(got.piece == m.piece);
+  CHECK(got.sender == m.sender);
   CHECK(back.key_size == h.key_size);
   CHECK(back.payload_size == h.payload_size);
+}
+
+TEST_CASE("every tensor kind has a name and survives a frame", "[frame]") {
+  for (std::uint8_t k = 1; k <= max_tensor_kind; ++k) {
+    tensor_message m;
+    m.kind = static_cast<tensor_kind>(k);
+    CHECK(to_string(m.kind).find("kind") == std::string::npos);
+    auto bytes = encode_frame_header(frame_header_of(m, 1));
+    CHECK(decode_frame_header(bytes.data()).kind == m.kind);
+  }
+  CHECK(to_string(static_cast<tensor_kind>(200)) == "kind 200");
 }
 
 TEST_CASE("bad frame headers name their problem", "[frame]") {
@@ -47,10 +65,13 @@ TEST_CASE("bad frame headers name their problem", "[frame]") {
   b[4] = 9;
   expect(b, {}, "unsupported version 9");
   b = good;
+  b[4] = 1; // the first format, before tensor messages
+  expect(b, {}, "unsupported version 1");
+  b = good;
   b[5] = 0;
   expect(b, {}, "unknown kind 0");
-  b[5] = 7;
-  expect(b, {}, "unknown kind 7");
+  b[5] = 9;
+  expect(b, {}, "unknown kind 9");
   frame_limits tight;
   tight.max_payload = 99;
   expect(good, tight, "payload of 100 bytes exceeds the limit of 99");

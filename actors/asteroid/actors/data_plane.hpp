@@ -7,10 +7,10 @@
 /// loopback does with plain TCP (docs/benchmarks.md), and it serializes a
 /// whole message before sending any of it. Control stays on CAF (deploy,
 /// heartbeats, acks, reports, monitors); activations, gradients, all-reduce
-/// chunks and snapshots to other nodes go here. The receiver turns every
-/// frame (serialization/frame.hpp) into the same local CAF message the
-/// sender would have sent, so replicas handle one message type whichever
-/// way it came.
+/// chunks, inputs, labels and snapshots to other nodes go here. Every frame
+/// (serialization/frame.hpp) is a tensor_message; the receiver delivers it
+/// as the same `tensor_atom` message a sender in its process would have
+/// sent, so actors handle one message type whichever way it came.
 ///
 /// Shape (PipeEdge-like): one listener and one reader thread per incoming
 /// connection; one writer thread per destination with a bounded queue, so a
@@ -65,11 +65,11 @@ public:
   /// terminates.
   void add_sink(const caf::actor& a);
   void remove_sink(caf::actor_id id);
-  /// Queues one frame to the data plane at `endpoint` ("host:port");
-  /// `h.key_size` and `h.payload_size` are filled in. Returns false when the
-  /// frame was dropped (queue still full after `queue_wait`, or stopping).
-  bool send(const std::string& endpoint, serialization::frame_header h,
-            std::string key, std::string payload);
+  /// Queues `m` as one frame to actor `destination` of the data plane at
+  /// `endpoint` ("host:port"). Returns false when the frame was dropped
+  /// (queue still full after `queue_wait`, or stopping).
+  bool send(const std::string& endpoint, caf::actor_id destination,
+            serialization::tensor_message m);
   counters stats() const;
   /// Closes every connection and joins every thread; idempotent.
   void stop();

@@ -4,17 +4,16 @@
 /// every actor system of a job needs.
 ///
 /// Rule (docs/runtime.md, "Messages"): no `float`/`double` ever travels as a CAF
-/// message field. Tensors are `serialization::encode_tensor(s)` byte strings,
-/// reports and specs are JSON text; every other field is an integer, a string
-/// or an actor handle, so only built-in CAF types cross the wire and nothing
-/// needs registering.
+/// message field. Tensors are `serialization::encode_tensor(s)` byte strings
+/// inside a `tensor_message` (the one registered type), reports and specs
+/// are JSON text; every other field is an integer, a string or an actor
+/// handle.
 ///
 /// | message (atom, fields...)                      | to      | reply            |
 /// |------------------------------------------------|---------|------------------|
 /// | `ast_caps`                                     | device  | string (JSON)    |
 /// | `ping_atom`                                    | device  | `pong_atom`      |
 /// | `ast_deploy, string spec_json, string state`   | device  | string err, actor|
-/// | `ast_snap, string key, int64 version, string state` | device | -        |
 /// | `ast_inv, int32 tag`                           | device  | `ast_inv, int32 tag, string json` |
 /// | `ast_fetch, string key, int64 version`         | device  | string err, string state |
 /// | `ast_forget`                                   | device  | int64 bytes dropped |
@@ -27,20 +26,22 @@
 /// | `ast_adopt, int64 id, string err, actor replica` | device | - (from its own replica builder only) |
 /// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
 /// | `ast_route, int32 role, int32 index, string endpoint` | replica | - (data-plane address of that peer's node) |
-/// | `ast_load, int64 step, string named_tensors`   | replica | -                |
 /// | `ast_start, int64 step`                        | replica | -                |
-/// | `ast_act / ast_grad, int64 step, int32 mb, int32 from, string tensor` | replica | - |
-/// | `ast_ack, int32 kind, int32 from`              | replica | -                |
-/// | `ast_ar, int64 step, int32 k, string tensor`   | replica | -                |
+/// | `ast_reconf, string spec_json, int64 version`  | replica | string err, int64 restored version (-1: state kept) |
+/// | `ast_tensor, tensor_message` (tensor_codec.hpp): activations, gradients, all-reduce chunks, inputs, labels | replica | - |
+/// | `ast_tensor, tensor_message` of kind snapshot   | device  | -                |
+/// | `ast_ack, int64 generation, int32 kind, int32 from` | replica | -           |
 /// | `ast_state`                                    | replica | string stage state |
 /// | `ast_done, int64 step, string report_json`     | supervisor | -             |
 /// | `ast_fail, int32 generation, string what`      | supervisor | -             |
+/// | `ast_stop`                                     | replica | -                |
 ///
 /// "state" strings are encoded stage states (stage_state.hpp): weights, and
 /// optimizer state where there is one. Snapshot keys name a layer range,
 /// "L<first>-<end>" (see `range_key`); versions are step numbers: the state
 /// *before* that step ran.
-/// | `ast_stop`                                     | replica | -                |
+#include "asteroid/actors/tensor_codec.hpp"
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -54,17 +55,12 @@ using caps_atom = caf::atom_constant<caf::atom("ast_caps")>;
 using deploy_atom = caf::atom_constant<caf::atom("ast_deploy")>;
 using link_atom = caf::atom_constant<caf::atom("ast_link")>;
 using peer_atom = caf::atom_constant<caf::atom("ast_peer")>;
-using load_atom = caf::atom_constant<caf::atom("ast_load")>;
 using start_atom = caf::atom_constant<caf::atom("ast_start")>;
-using act_atom = caf::atom_constant<caf::atom("ast_act")>;
-using grad_atom = caf::atom_constant<caf::atom("ast_grad")>;
 using ack_atom = caf::atom_constant<caf::atom("ast_ack")>;
-using ar_atom = caf::atom_constant<caf::atom("ast_ar")>;
 using state_atom = caf::atom_constant<caf::atom("ast_state")>;
 using done_atom = caf::atom_constant<caf::atom("ast_done")>;
 using fail_atom = caf::atom_constant<caf::atom("ast_fail")>;
 using stop_atom = caf::atom_constant<caf::atom("ast_stop")>;
-using snap_atom = caf::atom_constant<caf::atom("ast_snap")>;
 using inventory_atom = caf::atom_constant<caf::atom("ast_inv")>;
 using fetch_atom = caf::atom_constant<caf::atom("ast_fetch")>;
 using forget_atom = caf::atom_constant<caf::atom("ast_forget")>;
@@ -75,6 +71,7 @@ using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
 using echo_atom = caf::atom_constant<caf::atom("ast_echo")>;
 using route_atom = caf::atom_constant<caf::atom("ast_route")>;
 using adopt_atom = caf::atom_constant<caf::atom("ast_adopt")>;
+using reconf_atom = caf::atom_constant<caf::atom("ast_reconf")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {

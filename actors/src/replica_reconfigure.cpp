@@ -1,0 +1,79 @@
+#include "replica_reconfigure.hpp"
+
+#include <algorithm>
+
+namespace asteroid::actors::detail {
+
+void apply_spec(engine& e) {
+  const auto& spec = e.spec;
+  e.first = spec.stage == 0;
+  e.last = spec.stage + 1 == spec.num_stages;
+  e.loss = e.last ? training::find_loss(spec.loss) : training::loss_function{};
+  e.mine = spans(spec.shares).at(static_cast<size_t>(spec.replica));
+  e.prev = spans(spec.prev_shares);
+  e.next = spans(spec.next_shares);
+}
+
+std::string reconfigure_problem(const replica_spec& running,
+                                const replica_spec& next) {
+  if (next.model != running.model || next.model_options != running.model_options)
+    return "another model";
+  if (next.first_layer != running.first_layer || next.end_layer != running.end_layer)
+    return "layers [" + std::to_string(next.first_layer) + ", "
+           + std::to_string(next.end_layer) + ") instead of ["
+           + std::to_string(running.first_layer) + ", "
+           + std::to_string(running.end_layer) + ")";
+  const auto& a = next.optimizer;
+  const auto& b = running.optimizer;
+  if (a.kind != b.kind || a.lr != b.lr || a.momentum != b.momentum
+      || a.weight_decay != b.weight_decay)
+    return "another optimizer";
+  return {};
+}
+
+void reconfigure(replica_actor* self, replica_spec next) {
+  auto& st = self->state;
+  auto& e = *st.e;
+  next.slowdown = std::max(next.slowdown, e.spec.slowdown);
+  e.spec = std::move(next);
+  apply_spec(e);
+  st.prev.assign(e.prev.size(), {});
+  st.next.assign(e.next.size(), {});
+  st.ring_next = {};
+  st.backup = {};
+  st.routes.clear();
+  st.unacked_prev.assign(e.prev.size(), 0);
+  st.unacked_next.assign(e.next.size(), 0);
+  st.served.clear();
+  st.step = -1;
+  st.running = false;
+  st.failed = false;
+  st.blocked = false;
+  st.pc = 0;
+  st.starts.clear();
+  st.inputs.clear();
+  st.labels.clear();
+  st.acts.clear();
+  st.grads.clear();
+  st.ar_in.clear();
+  st.ar_k = -1;
+  st.ar_flat = torch::Tensor();
+  st.ar_buckets.clear();
+  st.ar_grads.clear();
+  // Dropping these frees the autograd graphs of the interrupted step.
+  st.x.clear();
+  st.y.clear();
+  st.in.clear();
+  st.out.clear();
+  st.grad_out.clear();
+  st.busy_s = 0;
+  st.overrun_s = 0;
+  st.loss = 0;
+  st.events = nlohmann::json::array();
+  st.bytes.clear();
+  st.max_unacked = 0;
+  // The backup may be another device now: the first step snapshots anew.
+  st.snapshotted = -1;
+}
+
+} // namespace asteroid::actors::detail
