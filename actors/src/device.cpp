@@ -3,6 +3,7 @@
 // slowdowns, stop.
 #include "asteroid/actors/node.hpp"
 
+#include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -112,6 +113,17 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       return caf::make_message(heartbeat_atom::value, seq);
     },
     [=](tensor_atom, serialization::tensor_message& m) {
+      if (m.kind == serialization::tensor_kind::echo) {
+        // A link probe's CAF channel; its data-plane echoes are answered
+        // by the data plane itself.
+        serialization::tensor_message reply;
+        reply.kind = serialization::tensor_kind::echo_reply;
+        reply.step = static_cast<int64_t>(m.payload.size());
+        auto prober = caf::actor_cast<caf::actor>(self->current_sender());
+        if (prober)
+          self->send(prober, tensor_atom::value, std::move(reply));
+        return;
+      }
       if (m.kind != serialization::tensor_kind::snapshot) {
         spdlog::error("{}: dropped a tensor of kind {} (a device keeps "
                       "snapshots only)",
@@ -173,9 +185,6 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
         });
       return rp;
     },
-    [=](echo_atom, const std::string& payload) {
-      return static_cast<int64_t>(payload.size());
-    },
     [=](probe_atom, const std::string& endpoint, int64_t bytes,
         int32_t repeats, int32_t path, int32_t stream) -> caf::response_promise {
       auto rp = self->make_response_promise();
@@ -224,41 +233,35 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
             else if (!theirs)
               return fail("the peer has no data plane");
           }
+          // The probe's channel (channel.hpp), the way tensors between
+          // the two nodes would go: out through our data plane to the
+          // peer's plane itself (destination 0), which answers to our
+          // plane's actor `step` at address `key`; or a CAF message to the
+          // peer's device actor, which answers the sender. Either way the
+          // answer is an echo_reply tensor message.
+          channel_ptr ch;
           if (path == probe_data_plane) {
             peer_dp = data_endpoint(endpoint, port);
             my_dp = data_endpoint(my_endpoint, dp->port());
             dp->add_sink(caf::actor_cast<caf::actor>(w));
+            ch = make_tcp_channel(dp, peer_dp, 0);
+          } else {
+            ch = make_caf_channel(peer);
           }
-          // Out through our data plane, answered through the peer's; or as a
-          // CAF request, answered by the peer's device actor.
-          using caf_echo = decltype(w->request(peer, std::chrono::seconds(30),
-                                               echo_atom::value, std::string{}));
-          std::vector<caf_echo> in_flight;
-          size_t answered = 0;
           auto send = [&](std::string payload) {
-            if (path == probe_data_plane) {
-              // The peer's plane answers to our plane's actor `step`.
-              serialization::tensor_message m;
-              m.kind = serialization::tensor_kind::echo;
-              m.step = static_cast<int64_t>(w->id());
-              m.key = my_dp;
-              m.payload = std::move(payload);
-              return dp->send(peer_dp, 0, std::move(m));
-            }
-            in_flight.push_back(w->request(peer, std::chrono::seconds(30),
-                                           echo_atom::value, std::move(payload)));
-            return true;
+            serialization::tensor_message m;
+            m.kind = serialization::tensor_kind::echo;
+            m.step = static_cast<int64_t>(w->id());
+            m.key = my_dp;
+            m.payload = std::move(payload);
+            return ch->send(w, std::move(m)).empty();
           };
           auto await_echo = [&] {
             bool ok = false;
-            if (path == probe_data_plane)
-              w->receive([&](tensor_atom, serialization::tensor_message& m) {
-                           ok = m.kind == serialization::tensor_kind::echo_reply;
-                         },
-                         caf::after(std::chrono::seconds(30)) >> [] {});
-            else if (answered < in_flight.size())
-              in_flight[answered++].receive([&](int64_t) { ok = true; },
-                                            [&](caf::error&) {});
+            w->receive([&](tensor_atom, serialization::tensor_message& m) {
+                         ok = m.kind == serialization::tensor_kind::echo_reply;
+                       },
+                       caf::after(std::chrono::seconds(30)) >> [] {});
             return ok;
           };
           auto echo = [&](std::string payload) {

@@ -171,19 +171,30 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
     advance(self);
   };
   return {
-    [=](peer_atom, int32_t role, int32_t index, caf::actor peer) {
+    [=](peer_atom, int32_t role, int32_t index, caf::actor peer,
+        const std::string& data_endpoint) {
       auto& s = self->state;
+      // The link's transport is chosen here, once (channel.hpp).
+      auto link = [&] {
+        s.channels[{role, index}] = open_channel(peer, e->dp, data_endpoint);
+      };
       switch (role) {
         case peer_prev:
-          if (check_index(self, index, s.prev.size(), "peer"))
+          if (check_index(self, index, s.prev.size(), "peer")) {
             s.prev[index] = peer;
+            link();
+          }
           break;
         case peer_next:
-          if (check_index(self, index, s.next.size(), "peer"))
+          if (check_index(self, index, s.next.size(), "peer")) {
             s.next[index] = peer;
+            link();
+          }
           break;
         case peer_ring_next:
           s.ring_next = peer;
+          index = 0;
+          link();
           break;
         case peer_supervisor:
           s.supervisor = peer;
@@ -191,22 +202,17 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
           break;
         case peer_backup:
           s.backup = peer;
+          index = 0;
+          link();
           break;
         case peer_home:
           s.home = peer;
+          index = 0;
+          link();
           break;
         default:
           spdlog::error("{}: unknown peer role {}", name_of(*e), role);
       }
-    },
-    [=](route_atom, int32_t role, int32_t index, const std::string& endpoint) {
-      try {
-        parse_endpoint(endpoint);
-      } catch (const std::exception& ex) {
-        spdlog::error("{}: ignored route: {}", name_of(*e), ex.what());
-        return;
-      }
-      self->state.routes[{role, index}] = endpoint;
     },
     [=](start_atom, int64_t step) {
       self->state.starts.insert(step);
@@ -342,7 +348,8 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   if (dp)
     dp->add_sink(r);
   if (home)
-    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0}, home);
+    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0}, home,
+                   std::string{});
   return r;
 }
 

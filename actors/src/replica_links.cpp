@@ -9,17 +9,18 @@
 
 namespace asteroid::actors::detail {
 
-void transmit(replica_actor* self, int role, int index, const caf::actor& to,
+void transmit(replica_actor* self, int role, int index,
               serialization::tensor_message m) {
   auto& st = self->state;
-  auto route = st.routes.find({role, index});
-  if (!st.e->dp || route == st.routes.end()) {
-    self->send(to, tensor_atom::value, std::move(m));
+  auto ch = st.channels.find({role, index});
+  if (ch == st.channels.end()) {
+    fail(self, "no channel to peer " + std::to_string(index) + " of role "
+                 + std::to_string(role));
     return;
   }
-  if (!st.e->dp->send(route->second, to.id(), std::move(m)))
-    fail(self, "data plane: frame to " + route->second
-                 + " dropped (its queue stayed full)");
+  auto err = ch->second->send(self, std::move(m));
+  if (!err.empty())
+    fail(self, ch->second->describe() + ": " + err);
 }
 
 serialization::tensor_message outgoing(const replica_actor* self,
@@ -34,8 +35,7 @@ serialization::tensor_message outgoing(const replica_actor* self,
 
 namespace {
 
-void send_bytes(replica_actor* self, const caf::actor& to, int index,
-                bool activation, int mb, const torch::Tensor& t,
+void send_bytes(replica_actor* self, int index, bool activation, int mb, const torch::Tensor& t,
                 const std::string& link) {
   auto& st = self->state;
   auto m = outgoing(self, activation ? serialization::tensor_kind::activation
@@ -43,7 +43,7 @@ void send_bytes(replica_actor* self, const caf::actor& to, int index,
   m.micro_batch = static_cast<int32_t>(mb);
   m.payload = serialization::encode_tensor(t);
   st.bytes[link] += static_cast<int64_t>(m.payload.size());
-  transmit(self, activation ? peer_next : peer_prev, index, to, std::move(m));
+  transmit(self, activation ? peer_next : peer_prev, index, std::move(m));
 }
 
 } // namespace
@@ -68,7 +68,7 @@ bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
       throw std::runtime_error("no handle for replica " + std::to_string(q)
                                + " of stage " + std::to_string(peer_stage));
     auto piece = t.slice(0, ov.begin - e.mine.begin, ov.end - e.mine.begin);
-    send_bytes(self, peers[q], static_cast<int>(q), activation, mb, piece,
+    send_bytes(self, static_cast<int>(q), activation, mb, piece,
                link_name(e.spec.stage, e.spec.replica, peer_stage,
                          static_cast<int>(q)));
     ++unacked[q];

@@ -1,7 +1,7 @@
 #pragma once
 // A replica's links to its neighbour stages and its ring successor: tensors
-// go on the data plane where the supervisor gave a route, else in CAF
-// messages; each (sender, receiver, direction) link holds at most
+// go on each peer's channel (channel.hpp: TCP on the data plane where the
+// supervisor gave the peer's data endpoint, else CAF messages); each (sender, receiver, direction) link holds at most
 // `credit_window` un-acknowledged micro-batches.
 #include "replica_state.hpp"
 
@@ -9,11 +9,9 @@
 
 namespace asteroid::actors::detail {
 
-/// Sends `m` to the peer (`role`, `index`) = `to`: a frame on the data
-/// plane when the supervisor routed that peer, else a CAF message. Either
-/// way `to` receives (tensor_atom, m). A frame the data plane cannot queue
-/// fails the replica.
-void transmit(replica_actor* self, int role, int index, const caf::actor& to,
+/// Sends `m` to the peer (`role`, `index`) on its channel (channel.hpp).
+/// A peer without one, or a message its channel drops, fails the replica.
+void transmit(replica_actor* self, int role, int index,
               serialization::tensor_message m);
 
 /// A tensor message of this replica's generation and current step.

@@ -1,5 +1,7 @@
 #include "replica_reconfigure.hpp"
 
+#include "asteroid/actors/protocol.hpp"
+
 #include <algorithm>
 
 namespace asteroid::actors::detail {
@@ -41,7 +43,13 @@ void reconfigure(replica_actor* self, replica_spec next) {
   st.next.assign(e.next.size(), {});
   st.ring_next = {};
   st.backup = {};
-  st.routes.clear();
+  // The home device is this node's and stays; every other peer is named
+  // again by the new deployment.
+  auto home = st.channels.find({peer_home, 0});
+  auto home_channel = home == st.channels.end() ? nullptr : home->second;
+  st.channels.clear();
+  if (home_channel)
+    st.channels[{peer_home, 0}] = home_channel;
   st.unacked_prev.assign(e.prev.size(), 0);
   st.unacked_next.assign(e.next.size(), 0);
   st.served.clear();

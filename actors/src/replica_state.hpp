@@ -3,6 +3,7 @@
 // replica.cpp (the actor shell: handlers, spawning), stage_executor.cpp (the
 // instruction stream), replica_links.cpp (sends, receives, credits),
 // ring_all_reduce.cpp and device_clock.cpp (compute time, emulation).
+#include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/kernels/bucket.hpp"
 #include "asteroid/models/sequential_model.hpp"
@@ -66,9 +67,9 @@ struct replica_state {
   caf::actor supervisor;
   caf::actor home;   ///< this node's device actor: local snapshots
   caf::actor backup; ///< the device keeping this stage's replica
-  /// Data-plane endpoints of peers, by (peer_role, index) (`ast_route`);
-  /// a peer without one gets its tensors in CAF messages.
-  std::map<std::pair<int, int>, std::string> routes;
+  /// How tensors reach each peer, by (peer_role, index): chosen once, when
+  /// the supervisor names the peer (`ast_peer`).
+  std::map<std::pair<int, int>, channel_ptr> channels;
 
   // -- the step being executed --
   int64_t step = -1;

@@ -28,7 +28,7 @@ void send_chunk(replica_actor* self, int k, int idx) {
                              st.e->spec.stage,
                              (st.e->spec.replica + 1) % n)]
     += static_cast<int64_t>(m.payload.size());
-  transmit(self, peer_ring_next, 0, st.ring_next, std::move(m));
+  transmit(self, peer_ring_next, 0, std::move(m));
 }
 
 } // namespace

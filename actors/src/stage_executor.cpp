@@ -188,9 +188,9 @@ void snapshot(replica_actor* self, int64_t version) {
   m.key = range_key(e.spec.first_layer, e.spec.end_layer);
   m.payload = std::move(bytes);
   if (e.spec.replica == 0 && st.backup)
-    transmit(self, peer_backup, 0, st.backup, m);
+    transmit(self, peer_backup, 0, m);
   if (st.home)
-    self->send(st.home, tensor_atom::value, std::move(m));
+    transmit(self, peer_home, 0, std::move(m));
 }
 
 void begin_step(replica_actor* self) {
@@ -220,6 +220,26 @@ void begin_step(replica_actor* self) {
     snapshot(self, st.step);
 }
 
+namespace {
+
+/// Which transport each of this replica's links took ("next0": "tcp").
+nlohmann::json transports(const replica_state& st) {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [who, ch] : st.channels) {
+    auto [role, index] = who;
+    std::string name = role == peer_prev   ? "prev" + std::to_string(index)
+                       : role == peer_next ? "next" + std::to_string(index)
+                       : role == peer_ring_next ? "ring"
+                       : role == peer_backup    ? "backup"
+                       : role == peer_home      ? "home"
+                                                : "role" + std::to_string(role);
+    out[name] = ch->transport();
+  }
+  return out;
+}
+
+} // namespace
+
 void finish_step(replica_actor* self) {
   auto& st = self->state;
   auto& e = *st.e;
@@ -235,6 +255,7 @@ void finish_step(replica_actor* self) {
                         {"loss", st.loss},
                         {"max_unacked", st.max_unacked},
                         {"bytes", st.bytes},
+                        {"channels", transports(st)},
                         {"events", std::move(st.events)}};
   self->send(st.supervisor, done_atom::value, st.step, report.dump());
   st.last_finished = st.step;

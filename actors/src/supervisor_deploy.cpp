@@ -376,17 +376,16 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
     int backup = planner::backup_device(p, s);
     for (auto& r : stages_[s]) {
       self_->send(r.handle, peer_atom::value, int32_t{peer_supervisor},
-                  int32_t{0}, me);
-      // A peer on another node with a data plane also gets a route:
-      // tensors go there instead of into CAF messages.
+                  int32_t{0}, me, std::string{});
+      // A peer on another node, both nodes with a data plane: its data
+      // endpoint goes along, and the replica's channel to it is TCP.
       auto wire = [&](peer_role role, int index, int device,
                       const caf::actor& peer) {
-        self_->send(r.handle, peer_atom::value, int32_t{role},
-                    static_cast<int32_t>(index), peer);
         auto route = data_endpoint(device);
-        if (device != r.device && !route.empty() && !data_endpoint(r.device).empty())
-          self_->send(r.handle, route_atom::value, int32_t{role},
-                      static_cast<int32_t>(index), route);
+        if (device == r.device || data_endpoint(r.device).empty())
+          route.clear();
+        self_->send(r.handle, peer_atom::value, int32_t{role},
+                    static_cast<int32_t>(index), peer, route);
       };
       if (s > 0)
         for (auto& q : stages_[s - 1])

@@ -310,7 +310,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"busy_s", rep["busy_s"]},
                     {"overrun_s", rep.value("overrun_s", 0.0)},
                     {"idle_s", std::max(0.0, wall - rep["busy_s"].get<double>())},
-                    {"max_unacked", rep["max_unacked"]}});
+                    {"max_unacked", rep["max_unacked"]},
+                    {"channels", rep.value("channels", json::object())}});
     if (step < job_.trace_steps)
       for (auto& ev : rep["events"]) {
         // What the replica measured besides name and span goes to the args.

@@ -37,6 +37,8 @@ struct outcome {
   std::string mode;
   double detect_s = -1, resumed_s = -1, caught_up_s = -1, recover_s = -1;
   int64_t rerun = 0;
+  /// Replicas that kept running across the recovery, of those deployed.
+  int64_t kept = 0, replicas = 0;
   double after_sps = 0;   ///< median samples/s of the steps after recovery
   double before_sps = 0;  ///< median samples/s before the fault
   std::vector<double> timeline; ///< per-step samples/s
@@ -229,6 +231,10 @@ int main(int argc, char** argv) {
       o.rerun = (*e)["failed_step"].get<int64_t>() - (*e)["resume_step"].get<int64_t>() + 1;
       if ((*e)["mode"] != modes[i])
         o.mode += " -> " + (*e)["mode"].get<std::string>();
+      o.kept = static_cast<int64_t>(e->value("kept", json::array()).size());
+      planner::plan after = (*e)["plan"].get<planner::plan>();
+      for (auto& st : after.stages)
+        o.replicas += static_cast<int64_t>(st.devices.size());
     }
     // Steps recorded after the recovery: generation > 0, minus the first.
     std::vector<double> before, after;
@@ -276,14 +282,16 @@ int main(int argc, char** argv) {
               "(median step)\n\n",
               fresh.plan.num_stages(), fresh_sps);
   std::printf("| recovery | detect s | recovery s | kill -> first step s | "
-              "kill -> interrupted step done s | steps re-run | samples/s "
-              "before | after | after / fresh |\n"
-              "|---|---|---|---|---|---|---|---|---|\n");
+              "kill -> interrupted step done s | steps re-run | replicas "
+              "kept | samples/s before | after | after / fresh |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto& o : rows)
-    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %lld | %.1f | %.1f | %.2f |\n",
+    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %lld | %lld of %lld | %.1f "
+                "| %.1f | %.2f |\n",
                 o.mode.c_str(), o.detect_s, o.recover_s, o.resumed_s,
-                o.caught_up_s,
-                static_cast<long long>(o.rerun), o.before_sps, o.after_sps,
+                o.caught_up_s, static_cast<long long>(o.rerun),
+                static_cast<long long>(o.kept), static_cast<long long>(o.replicas),
+                o.before_sps, o.after_sps,
                 fresh_sps > 0 ? o.after_sps / fresh_sps : 0.0);
   if (rows.size() >= 3 && rows[0].resumed_s > 0 && rows[0].caught_up_s > 0
       && rows[2].resumed_s > 0 && rows[2].caught_up_s > 0)

@@ -256,6 +256,18 @@ TEST_CASE("multi-process equivalence: mlp over 4 node processes") {
   auto diff = max_abs_diff(r.model, reference(job, *train));
   INFO("max abs diff " << diff);
   CHECK(diff < 1e-4);
+  // Every link between two nodes took the data plane; the replica's own
+  // node is reached by CAF.
+  int tcp = 0;
+  for (auto& rep : r.iterations.back()["replicas"]) {
+    INFO(rep.dump());
+    for (auto& [link, transport] : rep["channels"].items()) {
+      INFO(link);
+      CHECK(transport == (link == "home" ? "caf" : "tcp"));
+      tcp += transport == "tcp";
+    }
+  }
+  CHECK(tcp >= 4 * 3); // two neighbours and a ring successor each
   std::printf("[equivalence mlp 4 processes] max abs diff %.3g, %.1f "
               "samples/s, link bytes/iteration %s\n",
               diff, r.samples_per_s,
@@ -269,12 +281,23 @@ TEST_CASE("multi-process equivalence: cnn over 3 node processes") {
   auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
                                               {2, 4, {1, 2}, {5, 3}}}));
   job.optimizer.lr = 0.02;
+  // Tensors in CAF messages between the processes (the data plane's job
+  // above): every link's channel is CAF.
+  job.data_plane = false;
   auto r = run_on_cluster(job, cluster, train);
   CHECK(r.steps == 20);
   auto diff = max_abs_diff(r.model, reference(job, *train));
   INFO("max abs diff " << diff);
   CHECK(diff < 1e-4);
-  std::printf("[equivalence cnn 3 processes] max abs diff %.3g\n", diff);
+  int links = 0;
+  for (auto& rep : r.iterations.back()["replicas"])
+    for (auto& [link, transport] : rep["channels"].items()) {
+      INFO(rep["replica"] << " " << link);
+      CHECK(transport == "caf");
+      ++links;
+    }
+  CHECK(links >= 3 * 2);
+  std::printf("[equivalence cnn 3 processes, CAF only] max abs diff %.3g\n", diff);
 }
 
 TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
@@ -364,7 +387,9 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   self->send(replica, actors::ack_atom::value, int64_t{spec.generation}, int32_t{5},
              int32_t{-1});
   self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
-             replica);
+             replica, std::string{});
+  self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
+             replica); // the form before channels: matches no handler
   std::string state;
   self->request(replica, timeout, actors::state_atom::value)
     .receive([&](std::string& s) { state = s; }, [&](caf::error&) {});

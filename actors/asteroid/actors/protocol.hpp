@@ -21,15 +21,14 @@
 /// | `ast_slow, int32 permille`                     | device, replica | -        |
 /// | `ast_prof, string request_json`                | device  | string err, string profile_json |
 /// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path, int32 stream` | device | string err, int64 latency_ns, int64 bytes_per_s |
-/// | `ast_echo, string payload`                     | device  | int64 size       |
 /// | `ast_link, string host, uint16 port`           | device  | string err       |
 /// | `ast_adopt, int64 id, string err, actor replica` | device | - (from its own replica builder only) |
-/// | `ast_peer, int32 role, int32 index, actor`     | replica | -                |
-/// | `ast_route, int32 role, int32 index, string endpoint` | replica | - (data-plane address of that peer's node) |
+/// | `ast_peer, int32 role, int32 index, actor, string data_endpoint` | replica | - (the link's channel: TCP to that data endpoint, or CAF when empty) |
 /// | `ast_start, int64 step`                        | replica | -                |
 /// | `ast_reconf, string spec_json, int64 version`  | replica | string err, int64 restored version (-1: state kept) |
 /// | `ast_tensor, tensor_message` (tensor_codec.hpp): activations, gradients, all-reduce chunks, inputs, labels | replica | - |
 /// | `ast_tensor, tensor_message` of kind snapshot   | device  | -                |
+/// | `ast_tensor, tensor_message` of kind echo (a link probe over CAF) | device | - (sends the sender an echo_reply) |
 /// | `ast_ack, int64 generation, int32 kind, int32 from` | replica | -           |
 /// | `ast_state`                                    | replica | string stage state |
 /// | `ast_done, int64 step, string report_json`     | supervisor | -             |
@@ -68,8 +67,6 @@ using heartbeat_atom = caf::atom_constant<caf::atom("ast_hb")>;
 using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
 using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;
 using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
-using echo_atom = caf::atom_constant<caf::atom("ast_echo")>;
-using route_atom = caf::atom_constant<caf::atom("ast_route")>;
 using adopt_atom = caf::atom_constant<caf::atom("ast_adopt")>;
 using reconf_atom = caf::atom_constant<caf::atom("ast_reconf")>;
 

@@ -19,7 +19,8 @@ class data_plane;
 /// that keeps its local snapshots (may be null).
 /// Throws std::invalid_argument naming the problem for a bad spec/state.
 /// With `dp`, the replica receives tensors from its process's data plane
-/// and sends them there to peers the supervisor routed (`ast_route`).
+/// and its channels to peers whose data endpoint the supervisor gave
+/// (`ast_peer`) are TCP on it (channel.hpp).
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                          const std::string& state, caf::actor home = {},
                          std::shared_ptr<data_plane> dp = {});
