@@ -103,13 +103,18 @@ caf::actor connect(caf::actor_system& sys, const std::string& host,
   return result;
 }
 
-std::vector<caf::actor> connect_all(caf::actor_system& sys,
-                                    const std::vector<std::string>& endpoints,
-                                    std::chrono::milliseconds timeout) {
-  std::vector<caf::actor> out;
+device_actor connect_device(caf::actor_system& sys, const std::string& host,
+                            uint16_t port, std::chrono::milliseconds timeout) {
+  return caf::actor_cast<device_actor>(connect(sys, host, port, timeout));
+}
+
+std::vector<device_actor> connect_all(caf::actor_system& sys,
+                                      const std::vector<std::string>& endpoints,
+                                      std::chrono::milliseconds timeout) {
+  std::vector<device_actor> out;
   for (auto& e : endpoints) {
     auto [host, port] = parse_endpoint(e);
-    out.push_back(connect(sys, host, port, timeout));
+    out.push_back(connect_device(sys, host, port, timeout));
   }
   return out;
 }

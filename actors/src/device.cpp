@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -42,9 +43,13 @@ struct device_state {
   std::vector<caf::actor> replicas;
   /// Builds the replicas deployed here (replica_builder), so that this
   /// actor keeps answering heartbeats meanwhile.
-  caf::actor builder;
+  replica_builder_actor builder;
   /// Deployments the builder works on, by number: answered when it is done.
-  std::map<int64_t, caf::response_promise> deploying;
+  std::map<int64_t, caf::typed_response_promise<std::string, caf::actor>> deploying;
+  /// Replicas of a generation below this one stop at their next op
+  /// (`ast_halt`); shared with every replica built here.
+  std::shared_ptr<std::atomic<int64_t>> halt_below
+    = std::make_shared<std::atomic<int64_t>>(0);
   int64_t deploys = 0;
   snapshot_store store;
 };
@@ -63,19 +68,21 @@ std::string deploy_failure(const std::string& name, const std::string& why) {
 /// thread, not one per deployment: a fresh thread made a recovery's
 /// deployment 30-100 ms slower (fault_bench, replay). The device answers the
 /// supervisor (its replies must come from the device it asked).
-caf::behavior replica_builder(caf::event_based_actor* self, caf::actor home,
-                              std::shared_ptr<data_plane> dp, std::string name) {
+replica_builder_actor::behavior_type
+replica_builder(replica_builder_actor::pointer self, caf::actor home,
+                std::shared_ptr<data_plane> dp, std::string name,
+                std::shared_ptr<const std::atomic<int64_t>> halt_below) {
   return {
     [=](deploy_atom, int64_t id, const std::string& spec_json,
         const std::string& state)
-      -> std::tuple<adopt_atom, int64_t, std::string, caf::actor> {
+      -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
       try {
         auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
-        auto r = spawn_replica(self->system(), spec, state, home, dp);
+        auto r = spawn_replica(self->system(), spec, state, home, dp, halt_below);
         spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
                      spec.label, spec.first_layer, spec.end_layer,
                      spec.shares[spec.replica]);
-        return {adopt_atom::value, id, std::string{}, r};
+        return {adopt_atom::value, id, std::string{}, std::move(r)};
       } catch (const std::exception& e) {
         return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
       }
@@ -83,13 +90,15 @@ caf::behavior replica_builder(caf::event_based_actor* self, caf::actor home,
   };
 }
 
-caf::behavior device_fun(caf::stateful_actor<device_state>* self,
-                         device_options opts, std::shared_ptr<data_plane> dp) {
+device_actor::behavior_type
+device_fun(device_actor::stateful_pointer<device_state> self, device_options opts,
+           std::shared_ptr<data_plane> dp) {
   self->state.opts = opts;
   self->state.dp = dp;
   // Linked: it goes when the device goes (user_shutdown, kill).
   self->state.builder = self->spawn<caf::detached + caf::linked>(
-    replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name);
+    replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
+    self->state.halt_below);
   if (dp)
     dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
   detail::drop_unexpected(self, "device " + opts.name);
@@ -109,8 +118,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
         .dump();
     },
     [=](caf::ping_atom) { return caf::pong_atom::value; },
-    [=](heartbeat_atom, int64_t seq) {
-      return caf::make_message(heartbeat_atom::value, seq);
+    [=](heartbeat_atom, int64_t seq) -> caf::result<heartbeat_atom, int64_t> {
+      return {heartbeat_atom::value, seq};
     },
     [=](tensor_atom, serialization::tensor_message& m) {
       if (m.kind == serialization::tensor_kind::echo) {
@@ -120,8 +129,8 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
         reply.kind = serialization::tensor_kind::echo_reply;
         reply.step = static_cast<int64_t>(m.payload.size());
         auto prober = caf::actor_cast<caf::actor>(self->current_sender());
-        if (prober)
-          self->send(prober, tensor_atom::value, std::move(reply));
+        if (prober) // the prober does not answer: no sender needed
+          caf::anon_send(prober, tensor_atom::value, std::move(reply));
         return;
       }
       if (m.kind != serialization::tensor_kind::snapshot) {
@@ -134,11 +143,11 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       if (!err.empty())
         spdlog::error("{}: dropped snapshot: {}", self->state.opts.name, err);
     },
-    [=](inventory_atom, int32_t tag) {
-      return caf::make_message(inventory_atom::value, tag,
-                               self->state.store.inventory().dump());
+    [=](inventory_atom, int32_t tag)
+      -> caf::result<inventory_atom, int32_t, std::string> {
+      return {inventory_atom::value, tag, self->state.store.inventory().dump()};
     },
-    [=](forget_atom) {
+    [=](forget_atom) -> int64_t {
       auto bytes = static_cast<int64_t>(self->state.store.bytes());
       self->state.store.clear();
       return bytes;
@@ -159,10 +168,11 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                 std::string{}};
       return {std::string{}, *bytes};
     },
-    [=](profile_atom, const std::string& request) -> caf::response_promise {
+    [=](profile_atom, const std::string& request)
+      -> caf::typed_response_promise<std::string, std::string> {
       // Profiling takes seconds: a worker thread does it, so this device
       // keeps answering heartbeats.
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<std::string, std::string>();
       auto opts = self->state.opts;
       self->system().spawn<caf::detached>(
         [rp, opts, request](caf::event_based_actor*) mutable {
@@ -186,8 +196,9 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       return rp;
     },
     [=](probe_atom, const std::string& endpoint, int64_t bytes,
-        int32_t repeats, int32_t path, int32_t stream) -> caf::response_promise {
-      auto rp = self->make_response_promise();
+        int32_t repeats, int32_t path, int32_t stream)
+      -> caf::typed_response_promise<std::string, int64_t, int64_t> {
+      auto rp = self->make_response_promise<std::string, int64_t, int64_t>();
       auto name = self->state.opts.name;
       auto my_endpoint = self->state.opts.endpoint;
       auto dp = self->state.dp;
@@ -206,10 +217,10 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
                         + " payloads out of range (0 to 1024, 1 GiB in all)");
           if (path != probe_caf && path != probe_data_plane && path != probe_auto)
             return fail("unknown probe path " + std::to_string(path));
-          caf::actor peer;
+          device_actor peer;
           try {
             auto [host, port] = parse_endpoint(endpoint);
-            peer = connect(w->system(), host, port, std::chrono::seconds(5));
+            peer = connect_device(w->system(), host, port, std::chrono::seconds(5));
           } catch (const std::exception& e) {
             return fail(e.what());
           }
@@ -246,7 +257,7 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
             dp->add_sink(caf::actor_cast<caf::actor>(w));
             ch = make_tcp_channel(dp, peer_dp, 0);
           } else {
-            ch = make_caf_channel(peer);
+            ch = make_caf_channel(caf::actor_cast<caf::actor>(peer));
           }
           auto send = [&](std::string payload) {
             serialization::tensor_message m;
@@ -274,10 +285,10 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
               dp->remove_sink(w->id());
             if (t <= 0 || tiny < 0)
               return fail("no echo within 30 s");
-            return rp.deliver(std::string{},
-                              static_cast<int64_t>(tiny / 2 * 1e9),
-                              static_cast<int64_t>(static_cast<double>(bytes)
-                                                   * stream / t));
+            rp.deliver(std::string{}, static_cast<int64_t>(tiny / 2 * 1e9),
+                       static_cast<int64_t>(static_cast<double>(bytes) * stream
+                                            / t));
+            return;
           }
           // On a fast path (loopback through the data plane moves 1 MiB in
           // about 0.3 ms) the payload may add less than scheduling noise to
@@ -318,11 +329,11 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
       spdlog::info("{}: emulated slowdown now {:.2f}", self->state.opts.name,
                    self->state.opts.slowdown);
       for (auto& r : self->state.replicas)
-        self->send(r, slow_atom::value, permille);
+        caf::anon_send(r, slow_atom::value, permille);
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
-      -> caf::response_promise {
-      auto rp = self->make_response_promise();
+      -> caf::typed_response_promise<std::string, caf::actor> {
+      auto rp = self->make_response_promise<std::string, caf::actor>();
       try {
         auto j = nlohmann::json::parse(spec_json);
         auto spec = replica_spec_from_json(j);
@@ -366,16 +377,21 @@ caf::behavior device_fun(caf::stateful_actor<device_state>* self,
     },
     [=](stop_atom) {
       for (auto& r : self->state.replicas)
-        self->send(r, stop_atom::value);
+        caf::anon_send(r, stop_atom::value);
       self->state.replicas.clear();
+    },
+    [=](halt_atom, int64_t generation) {
+      auto& h = *self->state.halt_below;
+      if (generation > h.load())
+        h.store(generation);
     },
   };
 }
 
 } // namespace
 
-caf::actor spawn_device(caf::actor_system& sys, const device_options& opts,
-                        std::shared_ptr<data_plane> dp) {
+device_actor spawn_device(caf::actor_system& sys, const device_options& opts,
+                          std::shared_ptr<data_plane> dp) {
   return sys.spawn<caf::detached>(device_fun, opts, std::move(dp));
 }
 

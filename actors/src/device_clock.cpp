@@ -74,9 +74,19 @@ void compute(replica_actor* self, const std::string& name,
   auto device_s = dt; // what the device took
   if (slowdown > 1.0) {
     device_s = slowdown * (own_core ? cpu : dt);
-    if (device_s >= dt)
-      std::this_thread::sleep_for(std::chrono::duration<double>(device_s - dt));
-    else
+    if (device_s >= dt) {
+      // In slices, so that a replica a recovery halts does not sleep out
+      // the emulated time of an op whose result nobody will use.
+      auto until = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(device_s));
+      while (!superseded(*st.e)) {
+        auto left = until - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero())
+          break;
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          left, std::chrono::milliseconds(5)));
+      }
+    } else
       st.overrun_s += dt - device_s;
   }
   st.busy_s += device_s;

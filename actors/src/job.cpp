@@ -9,7 +9,7 @@
 namespace asteroid::actors {
 
 job_result run_job(caf::actor_system& sys, const job_spec& job,
-                   const std::vector<caf::actor>& devices,
+                   const std::vector<device_actor>& devices,
                    models::sequential_model model,
                    std::shared_ptr<data::dataset> train,
                    std::shared_ptr<data::dataset> test) {

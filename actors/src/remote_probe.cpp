@@ -15,7 +15,7 @@ std::string render(caf::actor_system& sys, const caf::error& e) {
   return e == caf::sec::request_timeout ? "no answer in time" : sys.render(e);
 }
 
-json caps_of(caf::actor_system& sys, const caf::actor& device,
+json caps_of(caf::actor_system& sys, const device_actor& device,
              std::chrono::milliseconds timeout) {
   caf::scoped_actor self{sys};
   std::string text, err;
@@ -30,7 +30,7 @@ json caps_of(caf::actor_system& sys, const caf::actor& device,
 } // namespace
 
 planner::model_profile profile_on_node(caf::actor_system& sys,
-                                       const caf::actor& device,
+                                       const device_actor& device,
                                        const std::string& model,
                                        const json& model_options,
                                        const training::profiler_options& opts,
@@ -55,7 +55,7 @@ planner::model_profile profile_on_node(caf::actor_system& sys,
   return planner::parse_model_profile(json::parse(text), "profile from node");
 }
 
-link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
+link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts) {
   caf::scoped_actor self{sys};
@@ -81,7 +81,7 @@ link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
 }
 
 planner::cluster measure_cluster(caf::actor_system& sys,
-                                 const std::vector<caf::actor>& devices,
+                                 const std::vector<device_actor>& devices,
                                  const std::vector<std::string>& endpoints,
                                  int reference, const link_probe_options& opts) {
   if (devices.size() != endpoints.size())

@@ -327,10 +327,12 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
 
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                          const std::string& state, caf::actor home,
-                         std::shared_ptr<data_plane> dp) {
+                         std::shared_ptr<data_plane> dp,
+                         std::shared_ptr<const std::atomic<int64_t>> halt_below) {
   auto e = std::make_shared<detail::engine>();
   e->spec = spec;
   e->dp = dp;
+  e->halt_below = std::move(halt_below);
   detail::apply_spec(*e);
   e->model = training::build_model(spec.model, spec.model_options);
   if (spec.first_layer < 0 || spec.end_layer > e->model->size()

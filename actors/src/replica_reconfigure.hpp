@@ -20,9 +20,10 @@ std::string reconfigure_problem(const replica_spec& running,
                                 const replica_spec& next);
 
 /// Replaces the spec and forgets everything of the deployment before: the
-/// step in progress, buffered tensors, starts, credits, peers and routes
-/// (the supervisor sends the new ones next). The emulated slowdown stays
-/// (it is the device's). The next step snapshots again, to the new backup.
+/// step in progress, buffered tensors, starts, credits, peers and channels
+/// but the home device's (the supervisor sends the new ones next). The
+/// emulated slowdown stays (it is the device's). The next step snapshots
+/// again, to the new backup.
 void reconfigure(replica_actor* self, replica_spec next);
 
 } // namespace asteroid::actors::detail

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -57,7 +58,17 @@ struct engine {
   std::vector<span> next;
   /// This process's data plane (null: every tensor rides in CAF messages).
   std::shared_ptr<data_plane> dp;
+  /// Set by this node's device when a recovery begins (`ast_halt`); null
+  /// for a replica spawned without a device.
+  std::shared_ptr<const std::atomic<int64_t>> halt_below;
 };
+
+/// A recovery towards a newer generation has begun: this replica runs no
+/// further op of its interrupted step (it is re-configured or stopped next).
+inline bool superseded(const engine& e) {
+  return e.halt_below
+         && e.spec.generation < e.halt_below->load(std::memory_order_relaxed);
+}
 
 struct replica_state {
   std::shared_ptr<engine> e;

@@ -283,7 +283,7 @@ void finish_step(replica_actor* self) {
 
 void advance(replica_actor* self) {
   auto& st = self->state;
-  if (st.failed || st.restoring)
+  if (st.failed || st.restoring || superseded(*st.e))
     return;
   try {
     if (!st.running) {
@@ -294,6 +294,8 @@ void advance(replica_actor* self) {
     const auto& stream = st.e->spec.stream;
     const auto& table = handlers();
     while (st.pc < stream.size()) {
+      if (superseded(*st.e))
+        return; // the reconfiguration or the stop is in the mailbox
       const auto& ins = stream[st.pc];
       if (table[static_cast<size_t>(ins.kind)](self, ins) == outcome::wait) {
         if (!st.blocked) {

@@ -93,7 +93,7 @@ struct state_source {
 class supervisor {
 public:
   supervisor(caf::actor_system& sys, const job_spec& job,
-             const std::vector<caf::actor>& devices,
+             const std::vector<device_actor>& devices,
              models::sequential_model model,
              std::shared_ptr<data::dataset> train,
              std::shared_ptr<data::dataset> test)
@@ -171,8 +171,8 @@ private:
   /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
   /// fails a request to a dead peer), std::runtime_error naming `what`
   /// after `timeout`.
-  template <class... Reply, class... Ts>
-  caf::message ask(int d, const caf::actor& to, milliseconds timeout,
+  template <class... Reply, class Handle, class... Ts>
+  caf::message ask(int d, const Handle& to, milliseconds timeout,
                    const std::string& what, const Ts&... xs);
   /// The running replica that can serve stage `st` on device `d` in the
   /// next deployment: one of the same layers on that device, whose node
@@ -240,7 +240,7 @@ private:
   caf::actor_system& sys_;
   caf::scoped_actor self_;
   const job_spec& job_;
-  std::vector<caf::actor> devices_;
+  std::vector<device_actor> devices_;
   models::sequential_model model_;
   std::shared_ptr<data::dataset> train_;
   std::shared_ptr<data::dataset> test_;

@@ -38,8 +38,8 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
   return {-1, {}};
 }
 
-template <class... Reply, class... Ts>
-caf::message supervisor::ask(int d, const caf::actor& to, milliseconds timeout,
+template <class... Reply, class Handle, class... Ts>
+caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
                              const std::string& what, const Ts&... xs) {
   // A plain send: the node's answer comes back as an ordinary message, so
   // one receive sees it and a down message alike. Heartbeats go on
@@ -90,7 +90,7 @@ caf::message supervisor::ask(int d, const caf::actor& to, milliseconds timeout,
     if (gone.first >= 0) {
       // d's device still answers, later (a replica's answer needs no
       // waiting for: the replica is stopped with its deployment).
-      if (gone.first != d && to == devices_[d])
+      if (gone.first != d && from == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
         ++abandoned_[d];
       throw device_lost(gone.first, what + ": node " + who(gone.first)
                                       + " was lost: " + gone.second);
@@ -398,7 +398,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
         wire(peer_ring_next, 0, q.device, q.handle);
       }
       if (r.replica == 0 && backup >= 0 && snapshots_on())
-        wire(peer_backup, 0, backup, devices_[backup]);
+        wire(peer_backup, 0, backup, caf::actor_cast<caf::actor>(devices_[backup]));
     }
   }
   heartbeats_.reset(clock::now());

@@ -104,9 +104,15 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
     throw std::runtime_error("node " + who(*lost.begin())
                              + " was lost at step " + std::to_string(failed_step)
                              + " and recovery is off");
-  // The replicas keep running until the deployment decides which of them
-  // stay; whatever they send until then belongs to the generation before.
+  // The replicas stay until the deployment decides which of them are kept;
+  // whatever they send until then belongs to the generation before. Their
+  // devices halt them at their next op, so that a replica that will be kept
+  // takes its new spec without first computing the rest of a step that is
+  // replayed anyway.
   ++generation_;
+  for (int d = 0; d < static_cast<int>(devices_.size()); ++d)
+    if (!dead_.count(d))
+      self_->send(devices_[d], halt_atom::value, int64_t{generation_});
   std::vector<std::string> changes;
   // Planned again, on fewer devices, when one more is lost meanwhile.
   auto make = [&]() -> std::pair<planner::plan, state_source> {
@@ -227,10 +233,10 @@ void supervisor::reconnect_closed() {
   for (int d : std::set<int>(closed_)) {
     if (!dead_.count(d) || d >= static_cast<int>(job_.nodes.size()))
       continue;
-    caf::actor handle;
+    device_actor handle;
     try {
       auto [host, port] = parse_endpoint(job_.nodes[d]);
-      handle = connect(sys_, host, port, milliseconds(300));
+      handle = connect_device(sys_, host, port, milliseconds(300));
     } catch (const std::exception&) {
       continue; // not back yet
     }

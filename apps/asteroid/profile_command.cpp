@@ -87,7 +87,7 @@ void add_profile_command(CLI::App& app) {
       actors::configure(cfg);
       caf::actor_system sys{cfg};
       auto [host, port] = actors::parse_endpoint(a->node);
-      auto device = actors::connect(sys, host, port, std::chrono::seconds(5));
+      auto device = actors::connect_device(sys, host, port, std::chrono::seconds(5));
       auto options_json = a->options_json.empty()
                             ? nlohmann::json::object()
                             : nlohmann::json::parse(a->options_json);

@@ -55,7 +55,7 @@ int main() {
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  std::vector<caf::actor> devices;
+  std::vector<actors::device_actor> devices;
   for (int i = 0; i < 3; ++i) {
     actors::device_options o;
     o.name = "dev" + std::to_string(i);

@@ -35,7 +35,7 @@ namespace {
 struct in_process {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  std::vector<caf::actor> devices;
+  std::vector<actors::device_actor> devices;
   explicit in_process(int n) {
     actors::configure(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);

@@ -13,6 +13,7 @@
 ///   processes; the control path);
 /// - `tcp_channel`: a frame on this process's data plane (data_plane.hpp)
 ///   to the data plane of the receiver's node.
+#include "asteroid/actors/fwd.hpp"
 #include "asteroid/serialization/tensor_message.hpp"
 
 #include <caf/fwd.hpp>
@@ -21,8 +22,6 @@
 #include <string>
 
 namespace asteroid::actors {
-
-class data_plane;
 
 class channel {
 public:
@@ -38,8 +37,6 @@ public:
   virtual std::string send(caf::local_actor* from,
                            serialization::tensor_message m) = 0;
 };
-
-using channel_ptr = std::shared_ptr<channel>;
 
 /// A channel whose messages are CAF messages to `to`.
 channel_ptr make_caf_channel(caf::actor to);

@@ -151,7 +151,7 @@ struct job_result {
 /// starting from the weights of `model` and reading `train`. `test` may be
 /// null. Throws std::runtime_error naming the node, stage or layer at fault.
 job_result run_job(caf::actor_system& sys, const job_spec& job,
-                   const std::vector<caf::actor>& devices,
+                   const std::vector<device_actor>& devices,
                    models::sequential_model model,
                    std::shared_ptr<data::dataset> train,
                    std::shared_ptr<data::dataset> test);

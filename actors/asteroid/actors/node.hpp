@@ -1,6 +1,7 @@
 #pragma once
 /// \file
 /// Devices: the actor a node process publishes, and the node process itself.
+#include "asteroid/actors/fwd.hpp"
 #include "asteroid/actors/protocol.hpp"
 
 #include <cstdint>
@@ -9,8 +10,6 @@
 #include <string>
 
 namespace asteroid::actors {
-
-class data_plane;
 
 /// What a device offers; reported to the supervisor as JSON (`ast_caps`).
 struct device_options {
@@ -32,8 +31,8 @@ struct device_options {
 /// replicas). It never dies on a bad message: it logs and goes on.
 /// With `dp`, snapshots from other nodes arrive on the data plane, probes
 /// can use it, and replicas deployed here send and receive tensors on it.
-caf::actor spawn_device(caf::actor_system& sys, const device_options& opts,
-                        std::shared_ptr<data_plane> dp = {});
+device_actor spawn_device(caf::actor_system& sys, const device_options& opts,
+                          std::shared_ptr<data_plane> dp = {});
 
 /// Options of `asteroid node`.
 struct node_options {

@@ -9,26 +9,18 @@
 /// are JSON text; every other field is an integer, a string or an actor
 /// handle.
 ///
+/// The device actor's contract is `device_actor` below, checked by the
+/// compiler on both sides (device.cpp implements it; the supervisor, the
+/// probes and tests send through it). The replica's messages (not yet a
+/// typed interface):
+///
 /// | message (atom, fields...)                      | to      | reply            |
 /// |------------------------------------------------|---------|------------------|
-/// | `ast_caps`                                     | device  | string (JSON)    |
-/// | `ping_atom`                                    | device  | `pong_atom`      |
-/// | `ast_deploy, string spec_json, string state`   | device  | string err, actor|
-/// | `ast_inv, int32 tag`                           | device  | `ast_inv, int32 tag, string json` |
-/// | `ast_fetch, string key, int64 version`         | device  | string err, string state |
-/// | `ast_forget`                                   | device  | int64 bytes dropped |
-/// | `ast_hb, int64 seq`                            | device  | `ast_hb, int64 seq` |
-/// | `ast_slow, int32 permille`                     | device, replica | -        |
-/// | `ast_prof, string request_json`                | device  | string err, string profile_json |
-/// | `ast_probe, string endpoint, int64 bytes, int32 repeats, int32 path, int32 stream` | device | string err, int64 latency_ns, int64 bytes_per_s |
-/// | `ast_link, string host, uint16 port`           | device  | string err       |
-/// | `ast_adopt, int64 id, string err, actor replica` | device | - (from its own replica builder only) |
+/// | `ast_slow, int32 permille`                     | replica | -                |
 /// | `ast_peer, int32 role, int32 index, actor, string data_endpoint` | replica | - (the link's channel: TCP to that data endpoint, or CAF when empty) |
 /// | `ast_start, int64 step`                        | replica | -                |
 /// | `ast_reconf, string spec_json, int64 version`  | replica | string err, int64 restored version (-1: state kept) |
 /// | `ast_tensor, tensor_message` (tensor_codec.hpp): activations, gradients, all-reduce chunks, inputs, labels | replica | - |
-/// | `ast_tensor, tensor_message` of kind snapshot   | device  | -                |
-/// | `ast_tensor, tensor_message` of kind echo (a link probe over CAF) | device | - (sends the sender an echo_reply) |
 /// | `ast_ack, int64 generation, int32 kind, int32 from` | replica | -           |
 /// | `ast_state`                                    | replica | string stage state |
 /// | `ast_done, int64 step, string report_json`     | supervisor | -             |
@@ -69,6 +61,7 @@ using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;
 using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
 using adopt_atom = caf::atom_constant<caf::atom("ast_adopt")>;
 using reconf_atom = caf::atom_constant<caf::atom("ast_reconf")>;
+using halt_atom = caf::atom_constant<caf::atom("ast_halt")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -87,6 +80,50 @@ enum peer_role : int32_t {
   peer_backup = 4,     ///< device actor that keeps this stage's replica
   peer_home = 5,       ///< device actor of the replica's own node
 };
+
+/// The actor a node publishes (device.cpp). Messages that match none of
+/// these (from any peer) are logged and dropped; the device keeps serving.
+using device_actor = caf::typed_actor<
+  /// Capabilities as JSON (name, memory, threads, slowdown, data port...).
+  caf::replies_to<caps_atom>::with<std::string>,
+  caf::replies_to<caf::ping_atom>::with<caf::pong_atom>,
+  caf::replies_to<heartbeat_atom, int64_t>::with<heartbeat_atom, int64_t>,
+  /// A snapshot to keep (key: layer range, step: version), or a link
+  /// probe's echo over CAF (answered to its sender with an echo_reply).
+  caf::reacts_to<tensor_atom, serialization::tensor_message>,
+  /// The snapshots held, as JSON, tagged with the asker's tag.
+  caf::replies_to<inventory_atom, int32_t>::with<inventory_atom, int32_t, std::string>,
+  /// Drops every snapshot (a new job); replies with the bytes dropped.
+  caf::replies_to<forget_atom>::with<int64_t>,
+  /// A snapshot of a layer range at a version: error, encoded stage state.
+  caf::replies_to<fetch_atom, std::string, int64_t>::with<std::string, std::string>,
+  /// Profiles a model here (request JSON): error, profile JSON.
+  caf::replies_to<profile_atom, std::string>::with<std::string, std::string>,
+  /// Times the link to the node at endpoint (bytes, repeats, probe_path,
+  /// stream): error, latency ns, bytes/s.
+  caf::replies_to<probe_atom, std::string, int64_t, int32_t, int32_t,
+                  int32_t>::with<std::string, int64_t, int64_t>,
+  /// New emulated slowdown (permille >= 1000) for the device and its replicas.
+  caf::reacts_to<slow_atom, int32_t>,
+  /// Builds a replica (spec JSON, encoded state; empty state and the spec's
+  /// restore_version: from this node's snapshots): error, replica.
+  caf::replies_to<deploy_atom, std::string, std::string>::with<std::string, caf::actor>,
+  /// A built replica handed back by the device's own builder (id, error).
+  caf::reacts_to<adopt_atom, int64_t, std::string, caf::actor>,
+  /// Opens a connection to the node at host:port: error.
+  caf::replies_to<link_atom, std::string, uint16_t>::with<std::string>,
+  /// Stops every replica deployed here; the device stays.
+  caf::reacts_to<stop_atom>,
+  /// A recovery towards this generation has begun: replicas of older
+  /// generations stop at their next op (they may be kept and re-configured,
+  /// and would otherwise finish the interrupted step's compute first).
+  caf::reacts_to<halt_atom, int64_t>>;
+
+/// A device's replica builder (device.cpp): builds one replica at a time on
+/// its own thread and hands it back to the device.
+using replica_builder_actor = caf::typed_actor<
+  caf::replies_to<deploy_atom, int64_t, std::string, std::string>::with<
+    adopt_atom, int64_t, std::string, caf::actor>>;
 
 /// Snapshot key of layers [first, end): "L<first>-<end>".
 inline std::string range_key(int first, int end) {
@@ -113,9 +150,15 @@ void configure(caf::actor_system_config& cfg, const net_options& net = {});
 caf::actor connect(caf::actor_system& sys, const std::string& host,
                    uint16_t port, std::chrono::milliseconds timeout);
 
-/// `connect` to every "host:port" of `endpoints`, in order; throws naming
-/// the first node that cannot be reached.
-std::vector<caf::actor> connect_all(caf::actor_system& sys,
+/// `connect` to the device actor a node publishes. CAF cannot check a
+/// remote actor's interface here (the node may run another build): a peer
+/// that is not a device answers no request, and every request has a timeout.
+device_actor connect_device(caf::actor_system& sys, const std::string& host,
+                            uint16_t port, std::chrono::milliseconds timeout);
+
+/// `connect_device` to every "host:port" of `endpoints`, in
+/// order; throws naming the first node that cannot be reached.
+std::vector<device_actor> connect_all(caf::actor_system& sys,
                                     const std::vector<std::string>& endpoints,
                                     std::chrono::milliseconds timeout);
 

@@ -22,7 +22,7 @@ namespace asteroid::actors {
 /// The node applies its own emulated slowdown and records its name as the
 /// profile's device. Throws std::runtime_error naming the node on failure.
 planner::model_profile profile_on_node(caf::actor_system& sys,
-                                       const caf::actor& device,
+                                       const device_actor& device,
                                        const std::string& model,
                                        const nlohmann::json& model_options,
                                        const training::profiler_options& opts,
@@ -51,7 +51,7 @@ struct link_measurement {
 };
 
 /// Measures the link from node `from` to the node at `to_endpoint`.
-link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
+link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts);
 
@@ -59,7 +59,7 @@ link_measurement measure_link(caf::actor_system& sys, const caf::actor& from,
 /// = reference slowdown / node slowdown) with a measured link matrix.
 /// `reference` is the device whose speed is 1 (the profiled one).
 planner::cluster measure_cluster(caf::actor_system& sys,
-                                 const std::vector<caf::actor>& devices,
+                                 const std::vector<device_actor>& devices,
                                  const std::vector<std::string>& endpoints,
                                  int reference, const link_probe_options& opts);
 

@@ -2,16 +2,18 @@
 /// \file
 /// Stage replicas: one per device per stage, executing the instruction
 /// stream shipped in its spec on its share of every micro-batch.
+#include "asteroid/actors/fwd.hpp"
 #include "asteroid/actors/replica_spec.hpp"
 
 #include <caf/all.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 namespace asteroid::actors {
 
-class data_plane;
 
 /// Spawns a replica on a detached thread (LibTorch work must not block the
 /// scheduler). `state` is an encoded stage state (stage_state.hpp) covering
@@ -20,9 +22,12 @@ class data_plane;
 /// Throws std::invalid_argument naming the problem for a bad spec/state.
 /// With `dp`, the replica receives tensors from its process's data plane
 /// and its channels to peers whose data endpoint the supervisor gave
-/// (`ast_peer`) are TCP on it (channel.hpp).
+/// (`ast_peer`) are TCP on it (channel.hpp). With `halt_below`, set by the
+/// device (`ast_halt`), a replica whose generation is below that value stops
+/// at its next op instead of finishing an interrupted step.
 caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                          const std::string& state, caf::actor home = {},
-                         std::shared_ptr<data_plane> dp = {});
+                         std::shared_ptr<data_plane> dp = {},
+                         std::shared_ptr<const std::atomic<int64_t>> halt_below = {});
 
 } // namespace asteroid::actors

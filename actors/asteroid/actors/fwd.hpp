@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// Forward declarations of the runtime's types (as CAF's own `caf/fwd.hpp`
+/// does), so a header that only names them need not pull in their
+/// definitions. The actors' typed interfaces (`device_actor`,
+/// `replica_builder_actor`) are in protocol.hpp: a `caf::typed_actor` alias
+/// needs its message types complete.
+#include <memory>
+
+namespace asteroid::actors {
+
+// -- transport (channel.hpp, data_plane.hpp) --
+class channel;
+using channel_ptr = std::shared_ptr<channel>;
+class data_plane;
+
+// -- nodes and devices (node.hpp, snapshot_store.hpp) --
+struct device_options;
+struct node_options;
+struct net_options;
+class local_cluster;
+class snapshot_store;
+
+// -- replicas (replica_spec.hpp, replica.hpp) --
+struct replica_spec;
+
+// -- jobs (job.hpp, heartbeat_monitor.hpp, remote_probe.hpp) --
+struct job_spec;
+struct job_result;
+struct fault_spec;
+struct fault_tolerance_options;
+class heartbeat_monitor;
+struct link_probe_options;
+struct link_measurement;
+
+} // namespace asteroid::actors
