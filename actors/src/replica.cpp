@@ -237,6 +237,10 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       auto rp = self->make_response_promise();
       auto& s = self->state;
       replica_spec next;
+      // A step at or after `version` that this replica began moved its
+      // buffers (BatchNorm statistics) with each forward pass, and the
+      // replay runs those passes again.
+      const bool buffers_moved = e->has_buffers && s.running && s.step >= version;
       try {
         next = replica_spec_from_json(nlohmann::json::parse(spec_json));
         auto problem = reconfigure_problem(e->spec, next);
@@ -248,8 +252,9 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
         return rp;
       }
       // Steps at or after `version` are replayed: a replica that applied one
-      // of them goes back to the snapshot its own node keeps.
-      if (s.last_finished < version) {
+      // of them (or moved its buffers in one) goes back to the snapshot its
+      // own node keeps.
+      if (s.last_finished < version && !buffers_moved) {
         rp.deliver(std::string{}, int64_t{-1});
         advance(self);
         return rp;
@@ -343,6 +348,8 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
       + "' of " + std::to_string(e->model->size()) + " layers");
   e->model->train();
   e->params = e->model->range_parameters(spec.first_layer, spec.end_layer);
+  e->has_buffers = e->model->range_state(spec.first_layer, spec.end_layer).size()
+                   > e->params.size();
   e->optimizer = training::make_optimizer(spec.optimizer, e->params);
   load_stage_state(e->model, spec.first_layer, spec.end_layer,
                    e->optimizer.get(), serialization::decode_tensors(state));

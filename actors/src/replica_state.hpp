@@ -48,6 +48,9 @@ struct engine {
   replica_spec spec;
   models::sequential_model model{nullptr};
   std::vector<torch::Tensor> params;
+  /// The layers keep buffers (BatchNorm's running statistics): a forward
+  /// pass changes them even when no optimizer step follows.
+  bool has_buffers = false;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   /// Resolved on the last stage only (the others never compute a loss).
   training::loss_function loss;
