@@ -14,7 +14,6 @@
 
 namespace asteroid::actors {
 
-
 /// Spawns a replica on a detached thread (LibTorch work must not block the
 /// scheduler). `state` is an encoded stage state (stage_state.hpp) covering
 /// its layers, with or without optimizer state; `home` is the device actor
