@@ -68,18 +68,8 @@ void reconfigure(replica_actor* self, replica_spec next) {
   st.ar_flat = torch::Tensor();
   st.ar_buckets.clear();
   st.ar_grads.clear();
-  // Dropping these frees the autograd graphs of the interrupted step.
-  st.x.clear();
-  st.y.clear();
-  st.in.clear();
-  st.out.clear();
-  st.grad_out.clear();
-  st.busy_s = 0;
-  st.overrun_s = 0;
-  st.loss = 0;
-  st.events = nlohmann::json::array();
-  st.bytes.clear();
-  st.max_unacked = 0;
+  st.drop_micro_batch_tensors();
+  st.reset_report_metrics();
   // The backup may be another device now: the first step snapshots anew.
   st.snapshotted = -1;
 }

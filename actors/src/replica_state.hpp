@@ -123,6 +123,22 @@ struct replica_state {
   int max_unacked = 0;
   std::chrono::steady_clock::time_point blocked_since;
   bool blocked = false;
+
+  /// Frees the step's per-micro-batch tensors and with them their autograd
+  /// graphs (a step ends, or a recovery abandons it).
+  void drop_micro_batch_tensors() {
+    x.clear();
+    y.clear();
+    in.clear();
+    out.clear();
+    grad_out.clear();
+  }
+  /// Zeroes what only a report carries; begin_step zeroes the rest.
+  void reset_report_metrics() {
+    busy_s = 0;
+    overrun_s = 0;
+    events = nlohmann::json::array();
+  }
 };
 
 using replica_actor = caf::stateful_actor<replica_state>;

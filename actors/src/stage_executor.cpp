@@ -259,17 +259,11 @@ void finish_step(replica_actor* self) {
                         {"events", std::move(st.events)}};
   self->send(st.supervisor, done_atom::value, st.step, report.dump());
   st.last_finished = st.step;
-  st.busy_s = 0;
-  st.overrun_s = 0;
-  st.events = nlohmann::json::array();
+  st.reset_report_metrics();
   st.starts.erase(st.step);
   st.running = false;
   st.pc = 0;
-  st.x.clear();
-  st.y.clear();
-  st.in.clear();
-  st.out.clear();
-  st.grad_out.clear();
+  st.drop_micro_batch_tensors();
   // The state now is the state before the next step. Without run-ahead it is
   // taken while the report travels to the supervisor and the next start
   // comes back; with the next start already here (run-ahead) the next step

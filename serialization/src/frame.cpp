@@ -28,13 +28,8 @@ T get(const char* in, std::size_t at) {
 
 frame_header frame_header_of(const tensor_message& m, std::uint64_t destination) {
   frame_header h;
+  static_cast<tensor_identity&>(h) = m;
   h.destination = destination;
-  h.kind = m.kind;
-  h.generation = m.generation;
-  h.step = m.step;
-  h.micro_batch = m.micro_batch;
-  h.piece = m.piece;
-  h.sender = m.sender;
   h.key_size = static_cast<std::uint32_t>(m.key.size());
   h.payload_size = m.payload.size();
   return h;
@@ -43,12 +38,7 @@ frame_header frame_header_of(const tensor_message& m, std::uint64_t destination)
 tensor_message message_of(const frame_header& h, std::string key,
                           std::string payload) {
   tensor_message m;
-  m.kind = h.kind;
-  m.generation = h.generation;
-  m.step = h.step;
-  m.micro_batch = h.micro_batch;
-  m.piece = h.piece;
-  m.sender = h.sender;
+  static_cast<tensor_identity&>(m) = h;
   m.key = std::move(key);
   m.payload = std::move(payload);
   return m;

@@ -34,14 +34,9 @@ namespace asteroid::serialization {
 inline constexpr std::size_t frame_header_size = 56;
 inline constexpr std::uint8_t frame_version = 2;
 
-struct frame_header {
+/// The tensor's identity, where it goes and how many bytes follow.
+struct frame_header : tensor_identity {
   std::uint64_t destination = 0;
-  tensor_kind kind = tensor_kind::activation;
-  std::int64_t generation = 0;
-  std::int64_t step = 0;
-  std::int32_t micro_batch = 0;
-  std::int32_t piece = 0;
-  std::int32_t sender = -1;
   std::uint32_t key_size = 0;
   std::uint64_t payload_size = 0;
 };

@@ -32,7 +32,8 @@ inline bool is_tensor_kind(std::uint8_t k) {
 /// "activation", "gradient", ...; "kind N" for a byte that names none.
 std::string to_string(tensor_kind k);
 
-struct tensor_message {
+/// Which tensor it is: the fields a frame header carries too (frame.hpp).
+struct tensor_identity {
   tensor_kind kind = tensor_kind::activation;
   /// The deployment of the job it belongs to: a receiver drops tensors of
   /// another one (what a replaced replica sent before it stopped).
@@ -45,6 +46,9 @@ struct tensor_message {
   std::int32_t piece = 0;
   /// The sending replica's index in its group (-1: not a replica).
   std::int32_t sender = -1;
+};
+
+struct tensor_message : tensor_identity {
   /// A snapshot's range key ("L0-3"), an echo's reply endpoint.
   std::string key;
   /// Encoded tensor(s) (tensor_wire.hpp), or probe filler.
