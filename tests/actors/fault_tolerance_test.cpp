@@ -9,7 +9,9 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -24,8 +26,10 @@ using namespace asteroid::test;
 namespace {
 
 /// A step in [lo, hi] that differs run to run (printed, so a failure can be
-/// replayed by hand): the property must hold at any step.
+/// replayed with ASTEROID_FAULT_STEP=N): the property must hold at any step.
 int64_t random_step(int64_t lo, int64_t hi) {
+  if (const char* fixed = std::getenv("ASTEROID_FAULT_STEP"))
+    return std::clamp<int64_t>(std::atoll(fixed), lo, hi);
   std::random_device rd;
   return std::uniform_int_distribution<int64_t>(lo, hi)(rd);
 }
@@ -151,40 +155,45 @@ TEST_CASE("a killed device of one stage: the replicas that lost nothing keep "
 
 TEST_CASE("a kept replica whose BatchNorm statistics the interrupted step "
           "moved rolls back to its node's snapshot, and the weights and "
-          "statistics equal the fault-free run (cnn_bn, 3 stages, 4 "
+          "statistics equal the fault-free run (cnn_bn, 3 stages, 3 "
           "processes)") {
   auto step = random_step(2, 12);
   INFO("kill at step " << step);
-  // Both BatchNorm layers (conv1, conv2) on device 0 alone, so their
-  // statistics are per micro-batch as in the reference; fc1 on devices 1
-  // and 2, the classifier on 3.
+  // Three single-device stages: both BatchNorm layers (conv1, conv2) on
+  // device 0, so their statistics are per micro-batch as in the reference;
+  // fc1 on device 1, the classifier on device 2. Killing device 1 merges fc1
+  // into device 2, which holds its replica. No group's shares change, so
+  // every layer keeps the reference's summation order: a share change would
+  // perturb the weights by ~1e-8, which this model's trajectory amplified
+  // to 2e-4 by step 16 after a kill at step 4 (without any fault the two
+  // share splits each stay within 4e-7 of the reference).
   auto job = base_job("cnn_bn", make_plan(16, 2, {{0, 2, {0}, {8}},
-                                                 {2, 3, {1, 2}, {5, 3}},
-                                                 {3, 4, {3}, {8}}}));
+                                                 {2, 3, {1}, {8}},
+                                                 {3, 4, {2}, {8}}}));
   job.optimizer.lr = 0.02;
   job.max_steps = 16;
   // 20 ms into the step: device 0, emulated 8 times slower from step 0 on,
   // has begun its forward passes of the step and not finished the step.
   auto slow = fault(0, 0, "slow", 0);
   slow.slowdown = 8;
-  job.faults = {slow, fault(2, step, "kill", 20)};
+  job.faults = {slow, fault(1, step, "kill", 20)};
   // BatchNorm statistics per micro-batch: the reference accumulates over
   // the 2 micro-batches.
-  auto r = run_and_compare(job, 4, 27465,
+  auto r = run_and_compare(job, 3, 27465,
                            "kill beside a BatchNorm stage, step " + std::to_string(step),
                            2);
+  REQUIRE(r.plan.num_stages() == 2);
+  CHECK(r.plan.stages[1].devices == std::vector<int>{2});
   auto* recovered = find_event(r, "recovered");
   REQUIRE(recovered);
   std::map<std::string, int64_t> restored;
   for (auto& k : (*recovered)["kept"])
     restored[k["replica"].get<std::string>().substr(0, 5)] = k["restored_version"];
+  // s0r0 is kept and rolled back to the replay version; the merged stage's
+  // replica is new (its layers changed).
+  REQUIRE(restored.size() == 1);
   REQUIRE(restored.count("s0r0@"));
-  // Rolled back to the replay version. (A stage without buffers rolls back
-  // only when it had applied that step: when the kill came after the step
-  // was done and took the newest snapshot with it.)
-  auto resume = (*recovered)["resume_step"].get<int64_t>();
-  CHECK(restored["s0r0@"] == resume);
-  CHECK((restored["s2r0@"] == -1 || restored["s2r0@"] == resume));
+  CHECK(restored["s0r0@"] == (*recovered)["resume_step"].get<int64_t>());
 }
 
 TEST_CASE("a killed device that is a whole stage: its layers merge into the "
