@@ -1,24 +1,18 @@
 #include "asteroid/actors/job.hpp"
 
-#include "supervisor.hpp"
+#include "job_control.hpp"
 
 #include "asteroid/actors/node.hpp"
+#include "asteroid/actors/supervisor_actor.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/training/model_registry.hpp"
 
 namespace asteroid::actors {
 
-job_result run_job(caf::actor_system& sys, const job_spec& job,
-                   const std::vector<device_actor>& devices,
-                   models::sequential_model model,
-                   std::shared_ptr<data::dataset> train,
-                   std::shared_ptr<data::dataset> test) {
-  detail::supervisor sup{sys, job, devices, std::move(model), std::move(train),
-                 std::move(test)};
-  return sup.run();
-}
+namespace detail {
 
-job_result run_job(const job_spec& job) {
+void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
+  auto& job = in.job;
   // -- data --
   data::dataset_options dopts;
   dopts.path = job.data_dir;
@@ -39,25 +33,44 @@ job_result run_job(const job_spec& job) {
       b.inputs, b.targets, train->num_classes(), train->name());
   }
   // -- model: the dataset decides classes and input shape --
-  auto spec = job;
   auto shape = train->sample_shape();
-  if (!spec.model_options.contains("num_classes"))
-    spec.model_options["num_classes"] = train->num_classes();
+  if (!job.model_options.contains("num_classes"))
+    job.model_options["num_classes"] = train->num_classes();
   if (shape.size() == 3) {
-    if (!spec.model_options.contains("in_channels"))
-      spec.model_options["in_channels"] = shape[0];
-    if (!spec.model_options.contains("image_size"))
-      spec.model_options["image_size"] = shape[1];
+    if (!job.model_options.contains("in_channels"))
+      job.model_options["in_channels"] = shape[0];
+    if (!job.model_options.contains("image_size"))
+      job.model_options["image_size"] = shape[1];
   }
   torch::manual_seed(job.seed);
-  auto model = training::build_model(job.model, spec.model_options);
+  in.model = training::build_model(job.model, job.model_options);
+  in.train = std::move(train);
+  in.test = std::move(test);
   // -- nodes --
+  in.devices = connect_all(sys, job.nodes,
+                           std::chrono::milliseconds(job.connect_timeout_ms));
+}
+
+} // namespace detail
+
+job_result run_job(caf::actor_system& sys, const job_spec& job,
+                   const std::vector<device_actor>& devices,
+                   models::sequential_model model,
+                   std::shared_ptr<data::dataset> train,
+                   std::shared_ptr<data::dataset> test) {
+  auto sup = spawn_supervisor(sys, job, devices, std::move(model),
+                              std::move(train), std::move(test));
+  caf::anon_send(sup, job_start_atom::value);
+  return await_job(sys, sup);
+}
+
+job_result run_job(const job_spec& job) {
   caf::actor_system_config cfg;
   configure(cfg);
   caf::actor_system sys{cfg};
-  auto devices = connect_all(sys, job.nodes,
-                             std::chrono::milliseconds(job.connect_timeout_ms));
-  return run_job(sys, spec, devices, model, train, test);
+  auto sup = spawn_supervisor(sys, job);
+  caf::anon_send(sup, job_start_atom::value);
+  return await_job(sys, sup);
 }
 
 job_result run_job_file(const std::string& path) {

@@ -1,9 +1,13 @@
 #pragma once
 /// \file
-/// The supervisor of a job (internal to the actors component): plans,
-/// deploys, drives the steps, detects losses and recovers from them. Its
-/// members are defined by concern in supervisor_*.cpp; docs/runtime.md and
-/// docs/fault_tolerance.md describe the behaviour.
+/// The step driver of a job's supervisor actor (internal to the actors
+/// component; the program-facing actor is supervisor_actor.hpp): plans,
+/// deploys, drives the steps, detects losses and recovers from them, on the
+/// thread supervisor_engine.cpp gives it. Its members are defined by concern
+/// in supervisor_*.cpp; docs/runtime.md and docs/fault_tolerance.md describe
+/// the behaviour.
+#include "job_control.hpp"
+
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -96,18 +100,30 @@ public:
              const std::vector<device_actor>& devices,
              models::sequential_model model,
              std::shared_ptr<data::dataset> train,
-             std::shared_ptr<data::dataset> test)
+             std::shared_ptr<data::dataset> test,
+             std::shared_ptr<job_control> control)
     : sys_(sys), self_(sys), job_(job), devices_(devices),
       model_(std::move(model)), train_(std::move(train)),
-      test_(std::move(test)), metrics_(job.metrics_path),
-      progress_(job.progress),
+      test_(std::move(test)), control_(std::move(control)),
+      metrics_(job.metrics_path), progress_(job.progress),
       heartbeats_(static_cast<int>(devices.size()),
                   milliseconds(job.fault_tolerance.heartbeat_ms),
-                  job.fault_tolerance.heartbeat_misses) {}
+                  job.fault_tolerance.heartbeat_misses) {
+    if (control_ && control_->on_record)
+      metrics_.set_observer(control_->on_record);
+  }
 
   job_result run();
 
 private:
+  /// Whether the program asked the job to end (checked between steps).
+  bool stop_requested() const {
+    return control_ && control_->stop_requested.load();
+  }
+  void enter(job_state s) const {
+    if (control_)
+      control_->enter(s);
+  }
   const fault_tolerance_options& ft() const { return job_.fault_tolerance; }
   std::string who(int d) const {
     return d < static_cast<int>(job_.nodes.size()) ? job_.nodes[d]
@@ -244,6 +260,7 @@ private:
   models::sequential_model model_;
   std::shared_ptr<data::dataset> train_;
   std::shared_ptr<data::dataset> test_;
+  std::shared_ptr<job_control> control_;
   training::metrics_sink metrics_;
   training::progress_line progress_;
   planner::chrome_trace trace_;

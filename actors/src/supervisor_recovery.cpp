@@ -204,6 +204,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
 void supervisor::replan_at_boundary(int64_t step, const std::string& event,
                                     json rec) {
   auto t_begin = clock::now();
+  enter(job_state::recovering);
   // The state after the last completed step, straight from the replicas.
   state_source src;
   src.version = step;
@@ -219,6 +220,7 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   rec["plan"] = json(plan_);
   rec["kept"] = kept_;
   fault_event(event, rec);
+  enter(job_state::running);
 }
 
 void supervisor::reconnect_closed() {

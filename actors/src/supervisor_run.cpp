@@ -30,6 +30,7 @@ job_result supervisor::run() {
         links_->devices[d].speed = 1.0 / caps_[d].value("slowdown", 1.0);
     metrics_.emit("links", {{"cluster", json(*links_)}});
   }
+  enter(job_state::deploying);
   plan_ = initial_plan();
   link_nodes();
   if (ft().recovery == "restart" && ft().checkpoint_path.empty())
@@ -81,6 +82,7 @@ job_result supervisor::run() {
                           {"steps", total_steps},
                           {"recovery", ft().recovery}});
   result_.plan = plan_;
+  enter(job_state::running);
   auto t_start = wall_us();
   int64_t step = 0;
   int64_t cached_epoch = -1;
@@ -89,6 +91,12 @@ job_result supervisor::run() {
   std::optional<std::pair<int64_t, data::batch>> ahead; ///< the next step's batch
   try {
     while (step < total_steps) {
+      // A stop ends the job between steps; a step already started ahead is
+      // running on the replicas and completes first.
+      if (stop_requested() && !started_ahead(step)) {
+        result_.stopped = true;
+        break;
+      }
       auto epoch = step / per_epoch;
       if (epoch != cached_epoch) {
         batches = order.batches(epoch, B, true);
@@ -118,7 +126,9 @@ job_result supervisor::run() {
       std::vector<json> reports;
       auto lost = run_step(step, batch, read_ahead, reports);
       if (!lost.empty()) {
+        enter(job_state::recovering);
         step = recover(lost, step);
+        enter(job_state::running);
         continue;
       }
       auto t1 = wall_us();
@@ -174,6 +184,7 @@ job_result supervisor::run() {
   if (test_ && job_.evaluate)
     result_.test = training::evaluate(model_, *test_, 500, job_.test_limit);
   metrics_.emit("done", {{"steps", result_.steps},
+                         {"stopped", result_.stopped},
                          {"seconds", result_.seconds},
                          {"samples_per_s", result_.samples_per_s},
                          {"loss", result_.last_loss},

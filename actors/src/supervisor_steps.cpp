@@ -265,7 +265,8 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
 }
 
 bool supervisor::may_run_ahead(int64_t next) {
-  if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next())
+  if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next()
+      || stop_requested())
     return false;
   if (ft().recovery == "restart" && next % ft().checkpoint_every == 0
       && next != checkpoint_step_)

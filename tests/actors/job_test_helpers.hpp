@@ -127,6 +127,28 @@ inline actors::job_result run_on_cluster(actors::job_spec job,
                          train, nullptr);
 }
 
+/// An actor system with `n` devices in this process.
+struct in_process {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<actors::device_actor> devices;
+  explicit in_process(int n) {
+    actors::configure(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    for (int i = 0; i < n; ++i) {
+      actors::device_options o;
+      o.name = "dev" + std::to_string(i);
+      devices.push_back(actors::spawn_device(*sys, o));
+    }
+  }
+  ~in_process() {
+    for (auto& d : devices) {
+      caf::anon_send(d, actors::stop_atom::value);
+      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    }
+  }
+};
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in{path};
   std::stringstream s;

@@ -32,27 +32,6 @@ using namespace asteroid::test;
 
 namespace {
 
-struct in_process {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  std::vector<actors::device_actor> devices;
-  explicit in_process(int n) {
-    actors::configure(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    for (int i = 0; i < n; ++i) {
-      actors::device_options o;
-      o.name = "dev" + std::to_string(i);
-      devices.push_back(actors::spawn_device(*sys, o));
-    }
-  }
-  ~in_process() {
-    for (auto& d : devices) {
-      caf::anon_send(d, actors::stop_atom::value);
-      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
-    }
-  }
-};
-
 actors::job_result run_in_process(const actors::job_spec& job, int devices,
                                   std::shared_ptr<data::dataset> train) {
   in_process env{devices};

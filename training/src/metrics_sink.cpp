@@ -29,12 +29,16 @@ metrics_sink::metrics_sink(const std::string& target) : start_(now_s()) {
 }
 
 void metrics_sink::emit(const std::string& event, nlohmann::json record) {
-  if (!out_)
+  if (!out_ && !observer_)
     return;
   record["event"] = event;
   record["time"] = now_s() - start_;
-  *out_ << record.dump() << '\n';
-  out_->flush();
+  if (out_) {
+    *out_ << record.dump() << '\n';
+    out_->flush();
+  }
+  if (observer_)
+    observer_(record);
 }
 
 } // namespace asteroid::training

@@ -3,8 +3,10 @@
 /// Forward declarations of the runtime's types (as CAF's own `caf/fwd.hpp`
 /// does), so a header that only names them need not pull in their
 /// definitions. The actors' typed interfaces (`device_actor`,
-/// `replica_builder_actor`) are in protocol.hpp: a `caf::typed_actor` alias
-/// needs its message types complete.
+/// `replica_builder_actor` in protocol.hpp, `supervisor_actor` in
+/// supervisor_actor.hpp) are not here: a `caf::typed_actor` alias needs its
+/// message types complete.
+#include <cstdint>
 #include <memory>
 
 namespace asteroid::actors {
@@ -24,9 +26,13 @@ class snapshot_store;
 // -- replicas (replica_spec.hpp, replica.hpp) --
 struct replica_spec;
 
-// -- jobs (job.hpp, heartbeat_monitor.hpp, remote_probe.hpp) --
+// -- jobs (job.hpp, job_state.hpp, supervisor_actor.hpp, heartbeat_monitor.hpp,
+//    remote_probe.hpp) --
 struct job_spec;
 struct job_result;
+struct job_outcome;
+enum class job_state : int32_t;
+class job_state_machine;
 struct fault_spec;
 struct fault_tolerance_options;
 class heartbeat_monitor;

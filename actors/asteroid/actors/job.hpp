@@ -145,6 +145,9 @@ struct job_result {
   std::vector<nlohmann::json> iterations;
   /// One record per injected fault, detection and recovery.
   std::vector<nlohmann::json> fault_events;
+  /// Ended before its last step because it was asked to (a stop message to
+  /// its supervisor actor, supervisor_actor.hpp).
+  bool stopped = false;
 };
 
 /// Runs `job` on `devices` (handles from `connect` or `spawn_device`),

@@ -1,0 +1,101 @@
+#pragma once
+/// \file
+/// The supervisor actor: a job as an actor that a program spawns and talks
+/// to. It hosts the planner and the step driver (supervisor_*.cpp), keeps
+/// the job's state machine (job_state.hpp) and hands every metrics record
+/// to its subscribers. `run_job` and the `asteroid job` / `asteroid cluster
+/// --job` commands are thin clients of it: spawn, start, await.
+///
+///     auto sup = actors::spawn_supervisor(sys, job, devices, model, train, test);
+///     self->send(sup, actors::job_subscribe_atom::value, my_listener);
+///     self->send(sup, actors::job_start_atom::value);
+///     ...                    // my_listener gets (ast_jevent, json text)
+///     self->send(sup, actors::job_stop_atom::value);  // after the running step
+///     auto result = actors::await_job(sys, sup);      // or request ast_jwait
+///
+/// Its messages (compiler-checked through `supervisor_actor`):
+/// - `ast_jstart`: connect, plan, deploy and run (once; later starts are
+///   logged and ignored). Subscribe first to see every event.
+/// - `ast_jstat` -> JSON text: {"state", "step" (steps done), "steps" (of
+///   the job, once known), "loss", "stop_requested", "error" when failed}.
+/// - `ast_jstop`: finish after the step that runs (a step already started
+///   ahead runs too), gather the weights, evaluate: the job ends `finished`
+///   with `result.stopped`. Before start: finished at once, no step run.
+/// - `ast_jsub, actor`: the actor gets `(ast_jevent, std::string)` for
+///   every record the metrics file gets (start, links, iteration, fault,
+///   done: docs/runtime.md "Metrics") and {"event": "state", "state": ...}
+///   at each change of state, beginning with the current one. Subscribers
+///   are monitored and dropped when they go down.
+/// - `ast_jwait` -> job_outcome_ptr: replied once the job is final.
+/// The job also stops at its next step boundary when the supervisor actor
+/// itself goes away.
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/job_state.hpp"
+#include "asteroid/actors/protocol.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors {
+
+using job_start_atom = caf::atom_constant<caf::atom("ast_jstart")>;
+using job_status_atom = caf::atom_constant<caf::atom("ast_jstat")>;
+using job_stop_atom = caf::atom_constant<caf::atom("ast_jstop")>;
+using job_subscribe_atom = caf::atom_constant<caf::atom("ast_jsub")>;
+using job_event_atom = caf::atom_constant<caf::atom("ast_jevent")>;
+using job_await_atom = caf::atom_constant<caf::atom("ast_jwait")>;
+using job_outcome_atom = caf::atom_constant<caf::atom("ast_jdone")>;
+
+/// How a job ended.
+struct job_outcome {
+  job_state state = job_state::failed; ///< finished or failed
+  job_result result;                   ///< when finished
+  std::exception_ptr error;            ///< when failed: what run_job throws
+  std::string what;                    ///< the error's message
+};
+/// Shared and immutable, so every waiter gets the same outcome without a copy
+/// of the model. It never leaves the process (the supervisor actor is local
+/// to the program that spawned it).
+using job_outcome_ptr = std::shared_ptr<const job_outcome>;
+
+} // namespace asteroid::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(asteroid::actors::job_outcome_ptr)
+
+namespace asteroid::actors {
+
+using supervisor_actor = caf::typed_actor<
+  caf::reacts_to<job_start_atom>,
+  caf::replies_to<job_status_atom>::with<std::string>,
+  caf::reacts_to<job_stop_atom>,
+  caf::reacts_to<job_subscribe_atom, caf::actor>,
+  caf::replies_to<job_await_atom>::with<job_outcome_ptr>,
+  /// From the supervisor's own step driver (others are logged and
+  /// dropped): a metrics record or a change of state, as JSON text ...
+  caf::reacts_to<job_event_atom, std::string>,
+  /// ... and how the job ended.
+  caf::reacts_to<job_outcome_atom, job_outcome_ptr>>;
+
+/// A supervisor for `job` on `devices` (handles from `connect_all` or
+/// `spawn_device`), starting from the weights of `model` and reading `train`
+/// (`test` may be null). Nothing runs before `ast_jstart`.
+supervisor_actor spawn_supervisor(caf::actor_system& sys, job_spec job,
+                                  std::vector<device_actor> devices,
+                                  models::sequential_model model,
+                                  std::shared_ptr<data::dataset> train,
+                                  std::shared_ptr<data::dataset> test);
+
+/// A supervisor for a job file's job: once started it loads the data, builds
+/// the model and connects to `job.nodes` (state `connecting`; an unreachable
+/// node fails the job, naming it).
+supervisor_actor spawn_supervisor(caf::actor_system& sys, job_spec job);
+
+/// Waits for `sup`'s job to end (a program's edge: this blocks the calling
+/// thread) and returns its result, or throws what failed it.
+job_result await_job(caf::actor_system& sys, const supervisor_actor& sup);
+
+} // namespace asteroid::actors

@@ -1,0 +1,53 @@
+#pragma once
+// What the supervisor actor (supervisor_actor.cpp) shares with the step
+// driver it runs on its own thread (supervisor_engine.cpp, supervisor_*.cpp):
+// the stop request one way, states and metrics records the other.
+#include "asteroid/actors/job.hpp"
+#include "asteroid/actors/job_state.hpp"
+#include "asteroid/actors/supervisor_actor.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+namespace asteroid::actors::detail {
+
+struct job_control {
+  /// Set by the supervisor actor (stop message, or its own exit); read by
+  /// the step driver at each step boundary.
+  std::atomic<bool> stop_requested{false};
+  /// Called on the step driver's thread as it enters a state ...
+  std::function<void(job_state)> on_state;
+  /// ... and with every metrics record.
+  std::function<void(const nlohmann::json&)> on_record;
+
+  void enter(job_state s) const {
+    if (on_state)
+      on_state(s);
+  }
+};
+
+/// What the step driver needs. With `load`, it first loads the data and
+/// builds the model of `job` and connects to `job.nodes`.
+struct job_inputs {
+  job_spec job;
+  bool load = false;
+  std::vector<device_actor> devices;
+  models::sequential_model model{nullptr};
+  std::shared_ptr<data::dataset> train;
+  std::shared_ptr<data::dataset> test;
+};
+
+/// Fills `in` from its job spec: datasets (train limited to train_limit, a
+/// test split when evaluating), the model with classes and input shape from
+/// the dataset, and device handles for `job.nodes`.
+void load_job_inputs(caf::actor_system& sys, job_inputs& in);
+
+/// The step driver's thread: runs the job and sends `front` its outcome.
+void run_supervisor_engine(caf::blocking_actor* self, supervisor_actor front,
+                           std::shared_ptr<job_inputs> in,
+                           std::shared_ptr<job_control> control);
+
+} // namespace asteroid::actors::detail

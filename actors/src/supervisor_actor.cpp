@@ -1,0 +1,235 @@
+// The supervisor actor: the job's state machine and its program-facing
+// messages (supervisor_actor.hpp); the step driver runs on its own thread
+// (supervisor_engine.cpp) and reports back here.
+#include "asteroid/actors/supervisor_actor.hpp"
+
+#include "job_control.hpp"
+#include "unexpected.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace asteroid::actors {
+
+namespace {
+
+using nlohmann::json;
+
+struct supervisor_state {
+  std::shared_ptr<detail::job_inputs> inputs;
+  std::shared_ptr<detail::job_control> control =
+    std::make_shared<detail::job_control>();
+  job_state_machine machine;
+  caf::actor engine;
+  std::vector<caf::actor> subscribers;
+  std::vector<caf::typed_response_promise<job_outcome_ptr>> waiting;
+  job_outcome_ptr outcome;
+  /// What status replies (besides state and stop_requested).
+  json progress = json::object();
+
+  ~supervisor_state() {
+    // The program let go of the job: it ends at its next step boundary.
+    control->stop_requested = true;
+  }
+
+  static inline const char* name = "asteroid.supervisor";
+};
+
+using self_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
+
+json state_event(job_state s) {
+  return {{"event", "state"}, {"state", to_string(s)}};
+}
+
+void publish(self_ptr self, const std::string& text) {
+  for (auto& s : self->state.subscribers)
+    caf::anon_send(s, job_event_atom::value, text);
+}
+
+void enter(self_ptr self, job_state to) {
+  auto from = self->state.machine.state();
+  if (!self->state.machine.advance(to)) {
+    spdlog::warn("supervisor: ignored a change of state from {} to {}",
+                 to_string(from), to_string(to));
+    return;
+  }
+  publish(self, state_event(to).dump());
+}
+
+void finish(self_ptr self, job_outcome_ptr outcome) {
+  auto& st = self->state;
+  st.outcome = std::move(outcome);
+  if (st.outcome->state == job_state::finished)
+    st.progress["step"] = st.outcome->result.steps;
+  else
+    st.progress["error"] = st.outcome->what;
+  enter(self, st.outcome->state);
+  for (auto& p : st.waiting)
+    p.deliver(st.outcome);
+  st.waiting.clear();
+}
+
+/// Keeps what status reports from the step driver's records.
+void track(supervisor_state& st, const json& rec) {
+  auto event = rec.value("event", std::string());
+  if (event == "start") {
+    st.progress["steps"] = rec.value("steps", int64_t{0});
+  } else if (event == "iteration") {
+    st.progress["step"] = rec.value("step", int64_t{0});
+    if (rec.contains("loss"))
+      st.progress["loss"] = rec["loss"];
+  }
+}
+
+void start_engine(self_ptr self) {
+  auto& st = self->state;
+  st.engine = self->spawn<caf::detached>(detail::run_supervisor_engine,
+                                         supervisor_actor{self}, st.inputs,
+                                         st.control);
+  self->monitor(st.engine);
+}
+
+bool from_engine(self_ptr self) {
+  return self->state.engine
+         && self->current_sender()
+              == caf::actor_cast<caf::strong_actor_ptr>(self->state.engine);
+}
+
+supervisor_actor::behavior_type
+supervisor_fun(self_ptr self, std::shared_ptr<detail::job_inputs> inputs) {
+  self->state.inputs = std::move(inputs);
+  detail::drop_unexpected(self, "supervisor");
+  self->set_down_handler([self](const caf::down_msg& dm) {
+    auto& st = self->state;
+    if (dm.source == st.engine) {
+      if (!st.outcome) {
+        auto out = std::make_shared<job_outcome>();
+        out->what = "the job's step driver stopped without an outcome ("
+                    + caf::to_string(dm.reason) + ")";
+        out->error = std::make_exception_ptr(std::runtime_error(out->what));
+        finish(self, out);
+      }
+      return;
+    }
+    auto& subs = st.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) {
+                                return a.address() == dm.source;
+                              }),
+               subs.end());
+  });
+  return {
+    [self](job_start_atom) {
+      if (self->state.machine.state() != job_state::idle) {
+        spdlog::warn("supervisor: ignored a start: the job is {}",
+                     to_string(self->state.machine.state()));
+        return;
+      }
+      enter(self, job_state::connecting);
+      start_engine(self);
+    },
+    [self](job_status_atom) -> std::string {
+      auto& st = self->state;
+      auto status = st.progress;
+      status["state"] = to_string(st.machine.state());
+      status["stop_requested"] = st.control->stop_requested.load();
+      return status.dump();
+    },
+    [self](job_stop_atom) {
+      auto& st = self->state;
+      if (is_final(st.machine.state()))
+        return;
+      st.control->stop_requested = true;
+      if (st.machine.state() == job_state::idle) {
+        auto out = std::make_shared<job_outcome>();
+        out->state = job_state::finished;
+        out->result.stopped = true;
+        finish(self, out);
+      }
+    },
+    [self](job_subscribe_atom, caf::actor who) {
+      if (!who)
+        return;
+      self->monitor(who);
+      self->state.subscribers.push_back(who);
+      caf::anon_send(who, job_event_atom::value,
+                 state_event(self->state.machine.state()).dump());
+    },
+    [self](job_await_atom) -> caf::result<job_outcome_ptr> {
+      auto& st = self->state;
+      if (st.outcome)
+        return st.outcome;
+      auto promise = self->make_response_promise<job_outcome_ptr>();
+      st.waiting.push_back(promise);
+      return promise;
+    },
+    [self](job_event_atom, const std::string& text) {
+      auto& st = self->state;
+      if (!from_engine(self)) {
+        spdlog::error("supervisor: ignored an event not from its own job");
+        return;
+      }
+      auto rec = json::parse(text, nullptr, false);
+      if (rec.is_discarded())
+        return;
+      if (rec.value("event", std::string()) == "state") {
+        if (auto s = job_state_from_string(rec.value("state", std::string())))
+          enter(self, *s);
+        return;
+      }
+      track(st, rec);
+      publish(self, text);
+    },
+    [self](job_outcome_atom, job_outcome_ptr outcome) {
+      auto& st = self->state;
+      if (!from_engine(self) || !outcome || st.outcome) {
+        spdlog::error("supervisor: ignored an outcome not from its own job");
+        return;
+      }
+      finish(self, std::move(outcome));
+    },
+  };
+}
+
+} // namespace
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, job_spec job,
+                                  std::vector<device_actor> devices,
+                                  models::sequential_model model,
+                                  std::shared_ptr<data::dataset> train,
+                                  std::shared_ptr<data::dataset> test) {
+  auto in = std::make_shared<detail::job_inputs>();
+  in->job = std::move(job);
+  in->devices = std::move(devices);
+  in->model = std::move(model);
+  in->train = std::move(train);
+  in->test = std::move(test);
+  return sys.spawn(supervisor_fun, std::move(in));
+}
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, job_spec job) {
+  auto in = std::make_shared<detail::job_inputs>();
+  in->job = std::move(job);
+  in->load = true;
+  return sys.spawn(supervisor_fun, std::move(in));
+}
+
+job_result await_job(caf::actor_system& sys, const supervisor_actor& sup) {
+  caf::scoped_actor self{sys};
+  job_outcome_ptr outcome;
+  std::string failure;
+  self->request(sup, caf::infinite, job_await_atom::value)
+    .receive([&](const job_outcome_ptr& o) { outcome = o; },
+             [&](const caf::error& e) {
+               failure = "the supervisor actor did not answer: "
+                         + sys.render(e);
+             });
+  if (!outcome)
+    throw std::runtime_error(failure);
+  if (outcome->state == job_state::failed)
+    std::rethrow_exception(outcome->error);
+  return outcome->result;
+}
+
+} // namespace asteroid::actors

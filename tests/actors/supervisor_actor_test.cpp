@@ -1,0 +1,202 @@
+// The supervisor actor (supervisor_actor.hpp): its state machine, and a
+// program that spawns it, subscribes to its records and stops the job by
+// message. In-process devices.
+#include "asteroid/actors/supervisor_actor.hpp"
+
+#include "job_test_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+using namespace asteroid;
+using namespace asteroid::test;
+using actors::job_state;
+using nlohmann::json;
+
+namespace {
+
+/// Receives the next job event within 60 s (fails the test otherwise).
+json next_event(caf::scoped_actor& self) {
+  json ev;
+  bool got = false;
+  self->receive(
+    [&](actors::job_event_atom, const std::string& text) {
+      ev = json::parse(text);
+      got = true;
+    },
+    caf::after(std::chrono::seconds(60)) >> [] {});
+  REQUIRE(got);
+  return ev;
+}
+
+json status_of(caf::scoped_actor& self, const actors::supervisor_actor& sup) {
+  json status;
+  self->request(sup, std::chrono::seconds(10), actors::job_status_atom::value)
+    .receive([&](const std::string& text) { status = json::parse(text); },
+             [&](const caf::error& e) { FAIL("no status: " << caf::to_string(e)); });
+  return status;
+}
+
+actors::supervisor_actor spawn_for(in_process& env, const actors::job_spec& job,
+                                   std::shared_ptr<data::dataset> train) {
+  return actors::spawn_supervisor(*env.sys, job, env.devices,
+                                  fresh_model(job.model, job.seed),
+                                  std::move(train), nullptr);
+}
+
+void subscribe(caf::scoped_actor& self, const actors::supervisor_actor& sup) {
+  self->send(sup, actors::job_subscribe_atom::value,
+             caf::actor_cast<caf::actor>(self));
+}
+
+actors::job_spec two_stage_mlp(int64_t steps) {
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2}, {8}}}));
+  job.max_steps = steps;
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("the job state machine goes connecting, deploying, running and "
+          "recovering in that order, may end from any live state, and never "
+          "leaves a final one") {
+  using s = job_state;
+  actors::job_state_machine m;
+  CHECK(m.state() == s::idle);
+  CHECK_FALSE(m.advance(s::running));   // not connected yet
+  CHECK_FALSE(m.advance(s::deploying));
+  CHECK(m.advance(s::connecting));
+  CHECK_FALSE(m.advance(s::recovering)); // nothing deployed to recover
+  CHECK(m.advance(s::deploying));
+  CHECK(m.advance(s::running));
+  CHECK_FALSE(m.advance(s::running));
+  CHECK(m.advance(s::recovering));
+  CHECK_FALSE(m.advance(s::deploying));
+  CHECK(m.advance(s::running));
+  CHECK(m.advance(s::finished));
+  CHECK(m.state() == s::finished);
+  for (auto to : {s::idle, s::connecting, s::running, s::failed})
+    CHECK_FALSE(m.advance(to));
+  CHECK(m.state() == s::finished);
+  for (auto from : {s::idle, s::connecting, s::deploying, s::running, s::recovering})
+    for (auto to : {s::finished, s::failed})
+      CHECK(actors::allowed_transition(from, to));
+  for (auto st : {s::idle, s::connecting, s::deploying, s::running,
+                  s::recovering, s::finished, s::failed})
+    CHECK(actors::job_state_from_string(actors::to_string(st)) == st);
+  CHECK_FALSE(actors::job_state_from_string("paused"));
+}
+
+TEST_CASE("a program spawns the supervisor actor, subscribes to its records, "
+          "stops the job by message after 5 steps, and gets the weights of "
+          "single-device training over the steps that ran (mlp, 3 in-process "
+          "devices)") {
+  auto train = synthetic(16 * 40);
+  auto job = two_stage_mlp(40);
+  in_process env{3};
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  subscribe(self, sup);
+  CHECK(next_event(self) == json({{"event", "state"}, {"state", "idle"}}));
+  CHECK(status_of(self, sup)["state"] == "idle");
+  self->send(sup, actors::job_start_atom::value);
+  std::vector<std::string> states;
+  int64_t iterations = 0;
+  bool stop_sent = false;
+  json done;
+  while (states.empty() || !actors::is_final(*actors::job_state_from_string(states.back()))) {
+    auto ev = next_event(self);
+    auto event = ev.value("event", std::string());
+    if (event == "state") {
+      states.push_back(ev["state"]);
+    } else if (event == "iteration") {
+      ++iterations;
+      CHECK(ev["step"] == iterations);
+      if (iterations == 5 && !stop_sent) {
+        CHECK(status_of(self, sup)["state"] == "running");
+        self->send(sup, actors::job_stop_atom::value);
+        stop_sent = true;
+      }
+    } else if (event == "done") {
+      done = ev;
+    }
+  }
+  CHECK(states == std::vector<std::string>{"connecting", "deploying", "running",
+                                           "finished"});
+  auto r = actors::await_job(*env.sys, sup);
+  CHECK(r.stopped);
+  // The step that ran when the stop came, and one already started ahead,
+  // complete; no later step starts.
+  CHECK(r.steps >= 5);
+  CHECK(r.steps <= 7);
+  CHECK(iterations == r.steps);
+  CHECK(done["stopped"] == true);
+  CHECK(done["steps"] == r.steps);
+  auto status = status_of(self, sup);
+  CHECK(status["state"] == "finished");
+  CHECK(status["step"] == r.steps);
+  CHECK(status["steps"] == 40);
+  CHECK(status["stop_requested"] == true);
+  job.max_steps = r.steps;
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  // A later start is ignored: the job stays finished.
+  self->send(sup, actors::job_start_atom::value);
+  CHECK(status_of(self, sup)["state"] == "finished");
+}
+
+TEST_CASE("a job that fails: await_job throws the step driver's error, "
+          "subscribers see the state 'failed' and status names the error") {
+  auto train = synthetic(16 * 4);
+  // Layers 0-5 of a 3-layer mlp: refused before anything is deployed.
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 5, {0}, {8}}}));
+  in_process env{1};
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  std::string last;
+  while (last != "failed" && last != "finished") {
+    auto ev = next_event(self);
+    if (ev["event"] == "state")
+      last = ev["state"];
+  }
+  CHECK(last == "failed");
+  std::string what;
+  try {
+    actors::await_job(*env.sys, sup);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("layer") != std::string::npos);
+  auto status = status_of(self, sup);
+  CHECK(status["state"] == "failed");
+  CHECK(status["error"] == what);
+}
+
+TEST_CASE("the supervisor actor ignores state changes and outcomes that do "
+          "not come from its own step driver, and a stop before start "
+          "finishes the job with no step run") {
+  auto train = synthetic(16 * 4);
+  auto job = two_stage_mlp(4);
+  in_process env{3};
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  self->send(sup, actors::job_event_atom::value,
+             json{{"event", "state"}, {"state", "finished"}}.dump());
+  auto forged = std::make_shared<actors::job_outcome>();
+  forged->state = job_state::finished;
+  forged->result.steps = 99;
+  self->send(sup, actors::job_outcome_atom::value,
+             actors::job_outcome_ptr{forged});
+  CHECK(status_of(self, sup)["state"] == "idle");
+  self->send(sup, actors::job_stop_atom::value);
+  auto r = actors::await_job(*env.sys, sup);
+  CHECK(r.stopped);
+  CHECK(r.steps == 0);
+  CHECK(status_of(self, sup)["state"] == "finished");
+}
