@@ -11,10 +11,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace asteroid::actors::detail {
 
-struct job_control {
+class job_control {
+public:
   /// Set by the supervisor actor (stop message, or its own exit); read by
   /// the step driver at each step boundary.
   std::atomic<bool> stop_requested{false};
@@ -27,6 +31,25 @@ struct job_control {
     if (on_state)
       on_state(s);
   }
+
+  /// Device indices the program asked to remove, taken by the step driver
+  /// at its next step boundary.
+  void request_removal(int device) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    removals_.push_back(device);
+    removals_pending_ = true;
+  }
+  std::vector<int> take_removals() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    removals_pending_ = false;
+    return std::exchange(removals_, {});
+  }
+  bool removals_pending() const { return removals_pending_.load(); }
+
+private:
+  std::mutex mutex_;
+  std::vector<int> removals_;
+  std::atomic<bool> removals_pending_{false};
 };
 
 /// What the step driver needs. With `load`, it first loads the data and

@@ -252,6 +252,19 @@ private:
   void reconnect_closed();
   bool track_speed(int64_t step, const std::vector<json>& reports);
   void replan_at_boundary(int64_t step, const std::string& event, json rec);
+  /// The current plan without the dead devices: patched (only their work
+  /// moves; `rebalance` re-schedules it over their groups), or, with a
+  /// profile, a fresh plan when the patch is predicted replan_threshold
+  /// times slower or does not fit (then returns true). `changes` says what
+  /// moved.
+  bool plan_around_dead(bool rebalance, planner::plan& next,
+                        std::vector<std::string>& changes);
+  /// Takes the devices the program asked to remove out of the job at this
+  /// boundary (no step running): their state is gathered from the running
+  /// replicas, the plan is patched around them and deployed, they forget
+  /// this job's snapshots and are never admitted again. False when nobody
+  /// left.
+  bool remove_requested(int64_t step);
 
   caf::actor_system& sys_;
   caf::scoped_actor self_;
@@ -268,6 +281,8 @@ private:
   std::vector<json> caps_;
   std::set<int> dead_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
+  /// Devices the program removed (remove_requested): dead for good.
+  std::set<int> removed_;
   /// Dead devices whose connection closed (the process went away): a new
   /// process may come back at the same endpoint.
   std::set<int> closed_;

@@ -164,6 +164,20 @@ supervisor_fun(self_ptr self, std::shared_ptr<detail::job_inputs> inputs) {
       st.waiting.push_back(promise);
       return promise;
     },
+    [self](job_remove_atom, int32_t device) -> std::string {
+      auto& st = self->state;
+      auto state = st.machine.state();
+      if (state == job_state::idle || is_final(state))
+        return std::string("cannot remove a device from a job that is ")
+               + to_string(state);
+      auto count = st.inputs->load ? st.inputs->job.nodes.size()
+                                   : st.inputs->devices.size();
+      if (device < 0 || static_cast<size_t>(device) >= count)
+        return "no device " + std::to_string(device) + " in this job (it has "
+               + std::to_string(count) + ")";
+      st.control->request_removal(device);
+      return {};
+    },
     [self](job_event_atom, const std::string& text) {
       auto& st = self->state;
       if (!from_engine(self)) {

@@ -144,27 +144,10 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                                    "layer");
       }
       if (mode == "replay" || mode == "replay_no_rebalance") {
-        auto prof = known_profile();
         // replay_no_rebalance is the Figure-17 baseline: nobody re-schedules
         // the lost work, and no threshold swaps in a better plan.
-        planner::patch_options how;
-        how.rebalance = mode == "replay";
-        auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof, how);
-        next = patch.patched;
-        changes = patch.changes;
-        if (prof && how.rebalance) {
-          auto fresh = fresh_plan_on_survivors();
-          if (next.predicted_round_s > ft().replan_threshold * fresh.predicted_round_s
-              || !planner::fits_memory(next, full_cluster())) {
-            changes.push_back("patched plan predicted "
-                              + std::to_string(next.predicted_round_s)
-                              + " s per round vs fresh "
-                              + std::to_string(fresh.predicted_round_s)
-                              + " s: heavy re-plan instead");
-            next = fresh;
-            mode = "replan(threshold)";
-          }
-        }
+        if (plan_around_dead(mode == "replay", next, changes))
+          mode = "replan(threshold)";
       } else {
         next = fresh_plan_on_survivors();
       }
@@ -201,6 +184,96 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   return src.version;
 }
 
+bool supervisor::plan_around_dead(bool rebalance, planner::plan& next,
+                                  std::vector<std::string>& changes) {
+  auto prof = known_profile();
+  planner::patch_options how;
+  how.rebalance = rebalance;
+  auto patch = planner::patch_plan(plan_, dead_, full_cluster(), prof, how);
+  next = patch.patched;
+  changes = patch.changes;
+  if (!prof || !rebalance)
+    return false;
+  auto fresh = fresh_plan_on_survivors();
+  if (next.predicted_round_s <= ft().replan_threshold * fresh.predicted_round_s
+      && planner::fits_memory(next, full_cluster()))
+    return false;
+  changes.push_back("patched plan predicted " + std::to_string(next.predicted_round_s)
+                    + " s per round vs fresh "
+                    + std::to_string(fresh.predicted_round_s)
+                    + " s: heavy re-plan instead");
+  next = fresh;
+  return true;
+}
+
+bool supervisor::remove_requested(int64_t step) {
+  if (!control_)
+    return false;
+  std::set<int> leaving;
+  std::vector<std::string> names;
+  for (int d : control_->take_removals()) {
+    if (d < 0 || d >= static_cast<int>(devices_.size()) || removed_.count(d))
+      continue;
+    if (dead_.count(d)) { // lost already: only never admitted again
+      removed_.insert(d);
+      returned_.erase(d);
+      closed_.erase(d);
+      continue;
+    }
+    leaving.insert(d);
+    names.push_back(name_of(d));
+  }
+  if (leaving.empty())
+    return false;
+  if (dead_.size() + leaving.size() >= devices_.size()) {
+    fault_event("remove_refused",
+                {{"step", step}, {"nodes", names},
+                 {"reason", "no device would be left to train on"}});
+    return false;
+  }
+  auto t_begin = clock::now();
+  enter(job_state::recovering);
+  for (int d : leaving) {
+    removed_.insert(d);
+    dead_.insert(d);
+    reported_lost_.insert(d); // removed, not lost: no later "lost" names it
+    if (!heartbeats_.dead(d))
+      heartbeats_.mark_dead(d);
+    self_->demonitor(devices_[d]->address());
+  }
+  // The state after the last completed step, from the replicas (the
+  // leaving device's too: nothing is lost).
+  state_source src;
+  src.version = step;
+  src.full = gather_full_state();
+  ++generation_;
+  std::vector<std::string> changes;
+  std::string mode = "patch";
+  deploy_surviving(
+    [&]() -> std::pair<planner::plan, state_source> {
+      planner::plan next;
+      mode = plan_around_dead(ft().recovery != "replay_no_rebalance", next, changes)
+               ? "replan(threshold)"
+               : "patch";
+      check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
+      return {next, src};
+    },
+    step);
+  // The node stays up for other jobs; this job's snapshots leave with it.
+  for (int d : leaving)
+    self_->send(devices_[d], forget_atom::value);
+  fault_event("removed", {{"step", step},
+                          {"nodes", names},
+                          {"mode", mode},
+                          {"recover_s", seconds_between(t_begin, clock::now())},
+                          {"stages", plan_.num_stages()},
+                          {"plan", json(plan_)},
+                          {"kept", kept_},
+                          {"changes", changes}});
+  enter(job_state::running);
+  return true;
+}
+
 void supervisor::replan_at_boundary(int64_t step, const std::string& event,
                                     json rec) {
   auto t_begin = clock::now();
@@ -233,7 +306,8 @@ void supervisor::reconnect_closed() {
     return;
   next_reconnect_ = now + std::chrono::seconds(1);
   for (int d : std::set<int>(closed_)) {
-    if (!dead_.count(d) || d >= static_cast<int>(job_.nodes.size()))
+    if (!dead_.count(d) || removed_.count(d)
+        || d >= static_cast<int>(job_.nodes.size()))
       continue;
     device_actor handle;
     try {

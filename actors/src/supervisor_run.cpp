@@ -106,6 +106,8 @@ job_result supervisor::run() {
           && step != checkpoint_step_)
         save_checkpoint(step);
       const bool started_early = started_ahead(step);
+      if (!started_early)
+        remove_requested(step);
       rejoin(step, !started_early);
       // A step started ahead began when its replicas finished the last one:
       // its time runs from there, so the steps' times add up to the run's.

@@ -25,13 +25,14 @@ void supervisor::ping_all(clock::time_point now) {
   auto round = heartbeats_.pinged(now);
   hb_round_ = round;
   for (size_t d = 0; d < devices_.size(); ++d)
-    self_->send(devices_[d], heartbeat_atom::value,
-                round * 4096 + static_cast<int64_t>(d));
+    if (!removed_.count(static_cast<int>(d)))
+      self_->send(devices_[d], heartbeat_atom::value,
+                  round * 4096 + static_cast<int64_t>(d));
 }
 
 void supervisor::heartbeat_answered(int64_t seq) {
   auto d = static_cast<int>(seq % 4096);
-  if (d < 0 || d >= static_cast<int>(devices_.size()))
+  if (d < 0 || d >= static_cast<int>(devices_.size()) || removed_.count(d))
     return;
   if (heartbeats_.dead(d)) {
     if (!returned_.count(d) && seq / 4096 == hb_round_) {
@@ -266,7 +267,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
 
 bool supervisor::may_run_ahead(int64_t next) {
   if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next()
-      || stop_requested())
+      || stop_requested() || (control_ && control_->removals_pending()))
     return false;
   if (ft().recovery == "restart" && next % ft().checkpoint_every == 0
       && next != checkpoint_step_)

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <set>
 
 using namespace asteroid;
 using namespace asteroid::test;
@@ -199,4 +200,92 @@ TEST_CASE("the supervisor actor ignores state changes and outcomes that do "
   CHECK(r.stopped);
   CHECK(r.steps == 0);
   CHECK(status_of(self, sup)["state"] == "finished");
+}
+
+TEST_CASE("a program removes a device from a running job by message: the "
+          "plan is patched around it at the next step boundary, the "
+          "replicas elsewhere keep running, and the weights equal "
+          "single-device training (mlp, 3 in-process devices)") {
+  auto train = synthetic(16 * 12);
+  auto job = two_stage_mlp(12);
+  in_process env{3};
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  auto remove = [&](int32_t device) {
+    std::string reply = "no reply";
+    self->request(sup, std::chrono::seconds(10), actors::job_remove_atom::value, device)
+      .receive([&](const std::string& err) { reply = err; },
+               [&](const caf::error& e) { reply = caf::to_string(e); });
+    return reply;
+  };
+  CHECK(remove(1).find("idle") != std::string::npos); // not started
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  json removed;
+  std::string last;
+  int64_t iterations = 0;
+  while (last != "finished" && last != "failed") {
+    auto ev = next_event(self);
+    if (ev["event"] == "state") {
+      last = ev["state"];
+    } else if (ev["event"] == "iteration" && ++iterations == 3) {
+      CHECK(remove(7).find("no device 7") != std::string::npos);
+      CHECK(remove(1) == "");
+    } else if (ev["event"] == "fault" && ev["fault"] == "removed") {
+      removed = ev;
+    }
+  }
+  REQUIRE(last == "finished");
+  auto r = actors::await_job(*env.sys, sup);
+  CHECK(r.steps == 12);
+  CHECK_FALSE(r.stopped);
+  REQUIRE(removed.is_object());
+  CHECK(removed["nodes"] == json::array({"dev1"}));
+  // Removed between two steps (after the third, or the fourth when one
+  // was already started ahead), with nothing to replay.
+  CHECK(removed["step"].get<int64_t>() >= 3);
+  CHECK(removed["step"].get<int64_t>() <= 5);
+  REQUIRE(r.plan.num_stages() == 2);
+  CHECK(r.plan.stages[0].devices == std::vector<int>{0});
+  CHECK(r.plan.stages[1].devices == std::vector<int>{2});
+  // dev0's replica of stage 0 and dev2's of stage 1 kept their layers, so
+  // they kept running.
+  std::set<std::string> kept;
+  for (auto& k : removed["kept"])
+    kept.insert(k["replica"].get<std::string>().substr(0, 4));
+  CHECK(kept == std::set<std::string>{"s0r0", "s1r0"});
+  CHECK(r.fault_events.size() == 1); // no loss, no detection
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  CHECK(remove(0).find("finished") != std::string::npos);
+}
+
+TEST_CASE("removing the last device of a job is refused with a record, and "
+          "the job runs to its end (mlp, 1 in-process device)") {
+  auto train = synthetic(16 * 6);
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 3, {0}, {8}}}));
+  job.max_steps = 6;
+  in_process env{1};
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  json refused;
+  std::string last;
+  while (last != "finished" && last != "failed") {
+    auto ev = next_event(self);
+    if (ev["event"] == "state")
+      last = ev["state"];
+    else if (ev["event"] == "iteration" && ev["step"] == 2)
+      self->send(sup, actors::job_remove_atom::value, int32_t{0});
+    else if (ev["event"] == "fault" && ev["fault"] == "remove_refused")
+      refused = ev;
+  }
+  CHECK(last == "finished");
+  REQUIRE(refused.is_object());
+  CHECK(refused["nodes"] == json::array({"dev0"}));
+  auto r = actors::await_job(*env.sys, sup);
+  CHECK(r.steps == 6);
+  CHECK(r.plan.stages.at(0).devices == std::vector<int>{0});
 }

@@ -27,6 +27,13 @@
 ///   at each change of state, beginning with the current one. Subscribers
 ///   are monitored and dropped when they go down.
 /// - `ast_jwait` -> job_outcome_ptr: replied once the job is final.
+/// - `ast_jdrop, int32 device` -> error text ("": accepted): takes the
+///   device (its index in the job's devices or nodes) out of the job at the
+///   next step boundary: its replicas' state is gathered, the plan patched
+///   around it and deployed (event "removed"; replicas elsewhere that keep
+///   their layers keep running), it forgets the job's snapshots and is not
+///   admitted again. Refused before start, after the end, for an index out
+///   of range, and (event "remove_refused") when no device would be left.
 /// The job also stops at its next step boundary when the supervisor actor
 /// itself goes away.
 #include "asteroid/actors/job.hpp"
@@ -49,6 +56,7 @@ using job_subscribe_atom = caf::atom_constant<caf::atom("ast_jsub")>;
 using job_event_atom = caf::atom_constant<caf::atom("ast_jevent")>;
 using job_await_atom = caf::atom_constant<caf::atom("ast_jwait")>;
 using job_outcome_atom = caf::atom_constant<caf::atom("ast_jdone")>;
+using job_remove_atom = caf::atom_constant<caf::atom("ast_jdrop")>;
 
 /// How a job ended.
 struct job_outcome {
@@ -74,6 +82,7 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<job_stop_atom>,
   caf::reacts_to<job_subscribe_atom, caf::actor>,
   caf::replies_to<job_await_atom>::with<job_outcome_ptr>,
+  caf::replies_to<job_remove_atom, int32_t>::with<std::string>,
   /// From the supervisor's own step driver (others are logged and
   /// dropped): a metrics record or a change of state, as JSON text ...
   caf::reacts_to<job_event_atom, std::string>,
