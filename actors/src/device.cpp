@@ -78,11 +78,14 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
       -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
       try {
         auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
-        auto r = spawn_replica(self->system(), spec, state, home, dp, halt_below);
+        auto r = spawn_replica(self->system(), spec, state,
+                               caf::actor_cast<device_actor>(home), dp, halt_below);
         spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
                      spec.label, spec.first_layer, spec.end_layer,
                      spec.shares[spec.replica]);
-        return {adopt_atom::value, id, std::string{}, std::move(r)};
+        // On the wire a replica is a plain actor handle; the supervisor
+        // casts it back to its typed interface.
+        return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(r)};
       } catch (const std::exception& e) {
         return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
       }

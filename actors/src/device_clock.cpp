@@ -57,7 +57,7 @@ double wall_us() {
 /// device's time (the emulated one), the trace shows the time the host took.
 /// Without emulation the time is the wall time: a real device that another
 /// program slows down is slower, and drift detection must see it.
-void compute(replica_actor* self, const std::string& name,
+void compute(replica_self* self, const std::string& name,
              const std::function<void()>& work) {
   auto& st = self->state;
   const double slowdown = st.e->spec.slowdown;

@@ -11,7 +11,7 @@ namespace asteroid::actors::detail {
 /// Runs `work`, pads it to what the emulated device would have taken, adds
 /// the device's time to the step's busy time and records a trace event
 /// called `name` (see device_clock.cpp for how the emulated time is chosen).
-void compute(replica_actor* self, const std::string& name,
+void compute(replica_self* self, const std::string& name,
              const std::function<void()>& work);
 
 } // namespace asteroid::actors::detail

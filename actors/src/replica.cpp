@@ -49,15 +49,16 @@ std::string link_name(int s0, int r0, int s1, int r1) {
          + std::to_string(s1) + "r" + std::to_string(r1);
 }
 
-void fail(replica_actor* self, const std::string& what) {
+void fail(replica_self* self, const std::string& what) {
   auto& st = self->state;
   auto msg = name_of(*st.e) + ": " + what;
   spdlog::error("{}", msg);
   st.failed = true;
   st.running = false;
+  // unsafe_send_as: a typed actor may not send() to a dynamically typed one.
   if (st.supervisor)
-    self->send(st.supervisor, fail_atom::value,
-               static_cast<int32_t>(st.e->spec.generation), msg);
+    caf::unsafe_send_as(self, st.supervisor, fail_atom::value,
+                        static_cast<int32_t>(st.e->spec.generation), msg);
 }
 
 } // namespace detail
@@ -66,7 +67,7 @@ namespace {
 
 using namespace detail;
 
-bool check_index(replica_actor* self, int32_t i, size_t n, const char* what) {
+bool check_index(replica_self* self, int32_t i, size_t n, const char* what) {
   if (i < 0 || static_cast<size_t>(i) >= n) {
     spdlog::error("{}: dropped {} from unknown replica {}",
                   name_of(*self->state.e), what, i);
@@ -75,7 +76,8 @@ bool check_index(replica_actor* self, int32_t i, size_t n, const char* what) {
   return true;
 }
 
-caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
+replica_actor::behavior_type replica_fun(replica_self* self,
+                                         std::shared_ptr<engine> e) {
   // This runs on the replica's own thread: OpenMP's thread count is per
   // thread, so apply the process's setting (`asteroid node --threads`) here,
   // or LibTorch uses every core and fights the other processes for them.
@@ -181,18 +183,18 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       switch (role) {
         case peer_prev:
           if (check_index(self, index, s.prev.size(), "peer")) {
-            s.prev[index] = peer;
+            s.prev[index] = caf::actor_cast<replica_actor>(peer);
             link();
           }
           break;
         case peer_next:
           if (check_index(self, index, s.next.size(), "peer")) {
-            s.next[index] = peer;
+            s.next[index] = caf::actor_cast<replica_actor>(peer);
             link();
           }
           break;
         case peer_ring_next:
-          s.ring_next = peer;
+          s.ring_next = caf::actor_cast<replica_actor>(peer);
           index = 0;
           link();
           break;
@@ -201,12 +203,12 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
           self->monitor(peer);
           break;
         case peer_backup:
-          s.backup = peer;
+          s.backup = caf::actor_cast<device_actor>(peer);
           index = 0;
           link();
           break;
         case peer_home:
-          s.home = peer;
+          s.home = caf::actor_cast<device_actor>(peer);
           index = 0;
           link();
           break;
@@ -233,8 +235,8 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
       advance(self);
     },
     [=](reconf_atom, const std::string& spec_json,
-        int64_t version) -> caf::response_promise {
-      auto rp = self->make_response_promise();
+        int64_t version) -> caf::result<std::string, int64_t> {
+      auto rp = self->make_response_promise<std::string, int64_t>();
       auto& s = self->state;
       replica_spec next;
       // A step at or after `version` that this replica began moved its
@@ -330,8 +332,8 @@ caf::behavior replica_fun(replica_actor* self, std::shared_ptr<engine> e) {
 
 } // namespace
 
-caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& state, caf::actor home,
+replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
+                            const std::string& state, device_actor home,
                          std::shared_ptr<data_plane> dp,
                          std::shared_ptr<const std::atomic<int64_t>> halt_below) {
   auto e = std::make_shared<detail::engine>();
@@ -355,10 +357,10 @@ caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                    e->optimizer.get(), serialization::decode_tensors(state));
   auto r = sys.spawn<caf::detached>(replica_fun, e);
   if (dp)
-    dp->add_sink(r);
+    dp->add_sink(caf::actor_cast<caf::actor>(r));
   if (home)
-    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0}, home,
-                   std::string{});
+    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0},
+                   caf::actor_cast<caf::actor>(home), std::string{});
   return r;
 }
 

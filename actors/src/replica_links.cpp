@@ -9,7 +9,7 @@
 
 namespace asteroid::actors::detail {
 
-void transmit(replica_actor* self, int role, int index,
+void transmit(replica_self* self, int role, int index,
               serialization::tensor_message m) {
   auto& st = self->state;
   auto ch = st.channels.find({role, index});
@@ -23,7 +23,7 @@ void transmit(replica_actor* self, int role, int index,
     fail(self, ch->second->describe() + ": " + err);
 }
 
-serialization::tensor_message outgoing(const replica_actor* self,
+serialization::tensor_message outgoing(const replica_self* self,
                                        serialization::tensor_kind kind) {
   serialization::tensor_message m;
   m.kind = kind;
@@ -35,7 +35,7 @@ serialization::tensor_message outgoing(const replica_actor* self,
 
 namespace {
 
-void send_bytes(replica_actor* self, int index, bool activation, int mb, const torch::Tensor& t,
+void send_bytes(replica_self* self, int index, bool activation, int mb, const torch::Tensor& t,
                 const std::string& link) {
   auto& st = self->state;
   auto m = outgoing(self, activation ? serialization::tensor_kind::activation
@@ -48,7 +48,7 @@ void send_bytes(replica_actor* self, int index, bool activation, int mb, const t
 
 } // namespace
 
-bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
+bool send_pieces(replica_self* self, bool activation, int peer_stage, int mb,
                  const torch::Tensor& t) {
   auto& st = self->state;
   auto& e = *st.e;
@@ -79,7 +79,7 @@ bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
   return true;
 }
 
-torch::Tensor take_pieces(replica_actor* self, bool activation, int mb) {
+torch::Tensor take_pieces(replica_self* self, bool activation, int mb) {
   auto& st = self->state;
   auto& e = *st.e;
   const auto& peers_span = activation ? e.prev : e.next;

@@ -11,11 +11,11 @@ namespace asteroid::actors::detail {
 
 /// Sends `m` to the peer (`role`, `index`) on its channel (channel.hpp).
 /// A peer without one, or a message its channel drops, fails the replica.
-void transmit(replica_actor* self, int role, int index,
+void transmit(replica_self* self, int role, int index,
               serialization::tensor_message m);
 
 /// A tensor message of this replica's generation and current step.
-serialization::tensor_message outgoing(const replica_actor* self,
+serialization::tensor_message outgoing(const replica_self* self,
                                        serialization::tensor_kind kind);
 
 /// Sends my rows of `t` (micro-batch `mb`: an activation to stage
@@ -23,12 +23,12 @@ serialization::tensor_message outgoing(const replica_actor* self,
 /// that stage whose rows overlap mine, within the credit window. Returns
 /// false while some receiver lacks credit (the caller retries on its ack;
 /// receivers already served are not sent again).
-bool send_pieces(replica_actor* self, bool activation, int peer_stage, int mb,
+bool send_pieces(replica_self* self, bool activation, int peer_stage, int mb,
                  const torch::Tensor& t);
 
 /// Collects and acknowledges the pieces of micro-batch `mb` from the
 /// replicas of the neighbour stage whose rows overlap mine; returns an
 /// undefined tensor while some are missing.
-torch::Tensor take_pieces(replica_actor* self, bool activation, int mb);
+torch::Tensor take_pieces(replica_self* self, bool activation, int mb);
 
 } // namespace asteroid::actors::detail

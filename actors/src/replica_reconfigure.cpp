@@ -33,16 +33,16 @@ std::string reconfigure_problem(const replica_spec& running,
   return {};
 }
 
-void reconfigure(replica_actor* self, replica_spec next) {
+void reconfigure(replica_self* self, replica_spec next) {
   auto& st = self->state;
   auto& e = *st.e;
   next.slowdown = std::max(next.slowdown, e.spec.slowdown);
   e.spec = std::move(next);
   apply_spec(e);
-  st.prev.assign(e.prev.size(), {});
-  st.next.assign(e.next.size(), {});
-  st.ring_next = {};
-  st.backup = {};
+  st.prev.assign(e.prev.size(), replica_actor{});
+  st.next.assign(e.next.size(), replica_actor{});
+  st.ring_next = nullptr;
+  st.backup = nullptr;
   // The home device is this node's and stays; every other peer is named
   // again by the new deployment.
   auto home = st.channels.find({peer_home, 0});

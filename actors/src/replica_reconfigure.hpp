@@ -24,6 +24,6 @@ std::string reconfigure_problem(const replica_spec& running,
 /// but the home device's (the supervisor sends the new ones next). The
 /// emulated slowdown stays (it is the device's). The next step snapshots
 /// again, to the new backup.
-void reconfigure(replica_actor* self, replica_spec next);
+void reconfigure(replica_self* self, replica_spec next);
 
 } // namespace asteroid::actors::detail

@@ -4,6 +4,7 @@
 // instruction stream), replica_links.cpp (sends, receives, credits),
 // ring_all_reduce.cpp and device_clock.cpp (compute time, emulation).
 #include "asteroid/actors/channel.hpp"
+#include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/kernels/bucket.hpp"
 #include "asteroid/models/sequential_model.hpp"
@@ -75,12 +76,14 @@ inline bool superseded(const engine& e) {
 
 struct replica_state {
   std::shared_ptr<engine> e;
-  std::vector<caf::actor> prev;
-  std::vector<caf::actor> next;
-  caf::actor ring_next;
+  std::vector<replica_actor> prev;
+  std::vector<replica_actor> next;
+  replica_actor ring_next;
+  /// The supervisor's step driver (dynamically typed: its messages are in
+  /// protocol.hpp's table).
   caf::actor supervisor;
-  caf::actor home;   ///< this node's device actor: local snapshots
-  caf::actor backup; ///< the device keeping this stage's replica
+  device_actor home;   ///< this node's device actor: local snapshots
+  device_actor backup; ///< the device keeping this stage's replica
   /// How tensors reach each peer, by (peer_role, index): chosen once, when
   /// the supervisor names the peer (`ast_peer`).
   std::map<std::pair<int, int>, channel_ptr> channels;
@@ -141,7 +144,9 @@ struct replica_state {
   }
 };
 
-using replica_actor = caf::stateful_actor<replica_state>;
+/// A replica's own view of itself: the typed interface `replica_actor`
+/// (protocol.hpp) with its state.
+using replica_self = replica_actor::stateful_base<replica_state>;
 
 /// "s1r0@node2" (the spec's label) or "s1r0".
 std::string name_of(const engine& e);
@@ -149,7 +154,7 @@ std::string name_of(const engine& e);
 std::string link_name(int s0, int r0, int s1, int r1);
 
 /// Logs `what`, marks the replica failed and tells the supervisor.
-void fail(replica_actor* self, const std::string& what);
+void fail(replica_self* self, const std::string& what);
 
 /// Wall clock in microseconds since the epoch (trace timestamps).
 double wall_us();

@@ -17,7 +17,7 @@ std::pair<int64_t, int64_t> chunk(int64_t numel, int n, int i) {
   return {numel * i / n, numel * (i + 1) / n};
 }
 
-void send_chunk(replica_actor* self, int k, int idx) {
+void send_chunk(replica_self* self, int k, int idx) {
   auto& st = self->state;
   auto n = static_cast<int>(st.e->spec.shares.size());
   auto [b, en] = chunk(st.ar_flat.numel(), n, idx);
@@ -33,7 +33,7 @@ void send_chunk(replica_actor* self, int k, int idx) {
 
 } // namespace
 
-bool all_reduce(replica_actor* self) {
+bool all_reduce(replica_self* self) {
   auto& st = self->state;
   auto& e = *st.e;
   auto n = static_cast<int>(e.spec.shares.size());

@@ -10,6 +10,6 @@ namespace asteroid::actors::detail {
 /// Runs the all-reduce as far as the chunks received allow; resumable:
 /// returns false while it waits for a chunk (the caller calls it again when
 /// one arrives), true when the gradients hold the group's sum.
-bool all_reduce(replica_actor* self);
+bool all_reduce(replica_self* self);
 
 } // namespace asteroid::actors::detail

@@ -23,9 +23,9 @@ enum class outcome {
   wait, ///< it needs a message that has not arrived: resume here later
 };
 
-using handler = outcome (*)(replica_actor*, const instruction&);
+using handler = outcome (*)(replica_self*, const instruction&);
 
-outcome load_micro_batch(replica_actor* self, const instruction& ins) {
+outcome load_micro_batch(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   auto& e = *st.e;
   const auto key = std::make_pair(st.step, ins.micro_batch);
@@ -44,7 +44,7 @@ outcome load_micro_batch(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome recv_activation(replica_actor* self, const instruction& ins) {
+outcome recv_activation(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   if (st.e->mine.empty())
     return outcome::next;
@@ -55,7 +55,7 @@ outcome recv_activation(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome forward(replica_actor* self, const instruction& ins) {
+outcome forward(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   auto& e = *st.e;
   if (e.mine.empty())
@@ -69,7 +69,7 @@ outcome forward(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome send_activation(replica_actor* self, const instruction& ins) {
+outcome send_activation(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   if (st.e->mine.empty())
     return outcome::next;
@@ -79,7 +79,7 @@ outcome send_activation(replica_actor* self, const instruction& ins) {
            : outcome::wait;
 }
 
-outcome recv_grad(replica_actor* self, const instruction& ins) {
+outcome recv_grad(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   if (st.e->mine.empty())
     return outcome::next;
@@ -94,7 +94,7 @@ outcome recv_grad(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome backward(replica_actor* self, const instruction& ins) {
+outcome backward(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   auto& e = *st.e;
   if (e.mine.empty())
@@ -124,7 +124,7 @@ outcome backward(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome send_grad(replica_actor* self, const instruction& ins) {
+outcome send_grad(replica_self* self, const instruction& ins) {
   auto& st = self->state;
   if (st.e->mine.empty())
     return outcome::next;
@@ -138,11 +138,11 @@ outcome send_grad(replica_actor* self, const instruction& ins) {
   return outcome::next;
 }
 
-outcome ring_all_reduce(replica_actor* self, const instruction&) {
+outcome ring_all_reduce(replica_self* self, const instruction&) {
   return all_reduce(self) ? outcome::next : outcome::wait;
 }
 
-outcome optimizer_step(replica_actor* self, const instruction&) {
+outcome optimizer_step(replica_self* self, const instruction&) {
   auto& e = *self->state.e;
   compute(self, "STEP", [&] { e.optimizer->step(); });
   return outcome::next;
@@ -174,7 +174,7 @@ const std::array<handler, planner::num_ops>& handlers() {
 /// replica 0, to the backup device. Group members hold identical weights, so
 /// one copy outside the group suffices. The sends are asynchronous: the
 /// pipeline only pays for the copy and the encoding.
-void snapshot(replica_actor* self, int64_t version) {
+void snapshot(replica_self* self, int64_t version) {
   auto& st = self->state;
   auto& e = *st.e;
   st.snapshotted = version;
@@ -193,7 +193,7 @@ void snapshot(replica_actor* self, int64_t version) {
     transmit(self, peer_home, 0, std::move(m));
 }
 
-void begin_step(replica_actor* self) {
+void begin_step(replica_self* self) {
   auto& st = self->state;
   auto& e = *st.e;
   const auto M = e.spec.micro_batches;
@@ -240,7 +240,7 @@ nlohmann::json transports(const replica_state& st) {
 
 } // namespace
 
-void finish_step(replica_actor* self) {
+void finish_step(replica_self* self) {
   auto& st = self->state;
   auto& e = *st.e;
   nlohmann::json report{{"stage", e.spec.stage},
@@ -257,7 +257,7 @@ void finish_step(replica_actor* self) {
                         {"bytes", st.bytes},
                         {"channels", transports(st)},
                         {"events", std::move(st.events)}};
-  self->send(st.supervisor, done_atom::value, st.step, report.dump());
+  caf::unsafe_send_as(self, st.supervisor, done_atom::value, st.step, report.dump());
   st.last_finished = st.step;
   st.reset_report_metrics();
   st.starts.erase(st.step);
@@ -275,7 +275,7 @@ void finish_step(replica_actor* self) {
 
 } // namespace
 
-void advance(replica_actor* self) {
+void advance(replica_self* self) {
   auto& st = self->state;
   if (st.failed || st.restoring || superseded(*st.e))
     return;

@@ -12,6 +12,6 @@ namespace asteroid::actors::detail {
 /// until one waits for a message or the step ends (report, snapshot, and the
 /// next step if its start is already here). Failures are reported to the
 /// supervisor (`fail`), never thrown.
-void advance(replica_actor* self);
+void advance(replica_self* self);
 
 } // namespace asteroid::actors::detail

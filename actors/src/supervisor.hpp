@@ -48,7 +48,7 @@ struct replica_ref {
   int stage;
   int replica;
   int device;
-  caf::actor handle;
+  replica_actor handle;
 };
 
 /// True when the ranges of `inventory` ({"L0-3": [4, 5], ...}) held at

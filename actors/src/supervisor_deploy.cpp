@@ -245,20 +245,20 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   // Replicas whose device survived and keeps its layers stay (same actor,
   // same state); the others stop before anything new is built.
   std::vector<std::vector<replica_ref>> next(P);
-  std::set<caf::actor> staying;
+  std::set<caf::actor_addr> staying;
   for (int s = 0; s < P; ++s)
     for (size_t r = 0; r < p.stages[s].devices.size(); ++r) {
       auto d = p.stages[s].devices[r];
       auto kept = keepable(p.stages[s], d, src);
-      if (kept && staying.insert(kept->handle).second)
+      if (kept && staying.insert(kept->handle.address()).second)
         next[s].push_back({s, static_cast<int>(r), d, kept->handle});
       else
-        next[s].push_back({s, static_cast<int>(r), d, caf::actor{}});
+        next[s].push_back({s, static_cast<int>(r), d, replica_actor{}});
     }
   for (auto& st : stages_)
     for (auto& r : st)
-      if (r.handle && !staying.count(r.handle)) {
-        self_->demonitor(r.handle);
+      if (r.handle && !staying.count(r.handle.address())) {
+        self_->demonitor(r.handle.address());
         self_->send(r.handle, stop_atom::value);
       }
   // From here stop_replicas() reaches every replica of this deployment,
@@ -337,9 +337,9 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
         }
         // It could not stay (no snapshot to roll back to): build it anew.
         spdlog::warn("{}; deploying a new replica instead", err);
-        self_->demonitor(slot.handle);
+        self_->demonitor(slot.handle.address());
         self_->send(slot.handle, stop_atom::value);
-        slot.handle = {};
+        slot.handle = nullptr;
       }
       std::string state;
       auto inv = src.inventories.find(d);
@@ -358,7 +358,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
                                                 deploy_atom::value,
                                                 spec_json.dump(), state);
       auto err = reply.get_as<std::string>(0);
-      auto handle = reply.get_as<caf::actor>(1);
+      auto handle = caf::actor_cast<replica_actor>(reply.get_as<caf::actor>(1));
       if (!err.empty() || !handle)
         throw std::runtime_error(what + ": " + err);
       self_->monitor(handle);
@@ -379,13 +379,14 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
                   int32_t{0}, me, std::string{});
       // A peer on another node, both nodes with a data plane: its data
       // endpoint goes along, and the replica's channel to it is TCP.
-      auto wire = [&](peer_role role, int index, int device,
-                      const caf::actor& peer) {
+      // On the wire a peer is a plain actor handle (a replica or a device).
+      auto wire = [&](peer_role role, int index, int device, const auto& peer) {
         auto route = data_endpoint(device);
         if (device == r.device || data_endpoint(r.device).empty())
           route.clear();
         self_->send(r.handle, peer_atom::value, int32_t{role},
-                    static_cast<int32_t>(index), peer, route);
+                    static_cast<int32_t>(index), caf::actor_cast<caf::actor>(peer),
+                    route);
       };
       if (s > 0)
         for (auto& q : stages_[s - 1])
@@ -415,7 +416,7 @@ void supervisor::stop_replicas() {
   for (auto& st : stages_)
     for (auto& r : st)
       if (r.handle) {
-        self_->demonitor(r.handle);
+        self_->demonitor(r.handle.address());
         self_->send(r.handle, stop_atom::value);
       }
   stages_.clear();

@@ -9,23 +9,16 @@
 /// are JSON text; every other field is an integer, a string or an actor
 /// handle.
 ///
-/// The device actor's contract is `device_actor` below, checked by the
-/// compiler on both sides (device.cpp implements it; the supervisor, the
-/// probes and tests send through it). The replica's messages (not yet a
-/// typed interface):
+/// The actors' contracts are typed interfaces, checked by the compiler on
+/// both sides: `device_actor` and `replica_actor` below (device.cpp and
+/// replica.cpp implement them; the supervisor, the probes and tests send
+/// through them), `supervisor_actor` in supervisor_actor.hpp. What replicas
+/// send to the supervisor's step driver (a dynamically typed actor):
 ///
 /// | message (atom, fields...)                      | to      | reply            |
 /// |------------------------------------------------|---------|------------------|
-/// | `ast_slow, int32 permille`                     | replica | -                |
-/// | `ast_peer, int32 role, int32 index, actor, string data_endpoint` | replica | - (the link's channel: TCP to that data endpoint, or CAF when empty) |
-/// | `ast_start, int64 step`                        | replica | -                |
-/// | `ast_reconf, string spec_json, int64 version`  | replica | string err, int64 restored version (-1: state kept) |
-/// | `ast_tensor, tensor_message` (tensor_codec.hpp): activations, gradients, all-reduce chunks, inputs, labels | replica | - |
-/// | `ast_ack, int64 generation, int32 kind, int32 from` | replica | -           |
-/// | `ast_state`                                    | replica | string stage state |
 /// | `ast_done, int64 step, string report_json`     | supervisor | -             |
 /// | `ast_fail, int32 generation, string what`      | supervisor | -             |
-/// | `ast_stop`                                     | replica | -                |
 ///
 /// "state" strings are encoded stage states (stage_state.hpp): weights, and
 /// optimizer state where there is one. Snapshot keys name a layer range,
@@ -118,6 +111,30 @@ using device_actor = caf::typed_actor<
   /// generations stop at their next op (they may be kept and re-configured,
   /// and would otherwise finish the interrupted step's compute first).
   caf::reacts_to<halt_atom, int64_t>>;
+
+/// A stage replica (replica.cpp): one per device per stage. Messages that
+/// match none of these are logged and dropped; the replica keeps running.
+using replica_actor = caf::typed_actor<
+  /// Its links (peer_role, index, actor, data endpoint): the link's
+  /// channel is TCP to that data endpoint, or CAF when it is empty.
+  caf::reacts_to<peer_atom, int32_t, int32_t, caf::actor, std::string>,
+  /// Run step `step` (starts may arrive ahead of the step).
+  caf::reacts_to<start_atom, int64_t>,
+  /// Activations, gradients, all-reduce chunks, inputs, labels.
+  caf::reacts_to<tensor_atom, serialization::tensor_message>,
+  /// A credit back from a peer (generation, kind: 0 activation / 1
+  /// gradient, the peer's index).
+  caf::reacts_to<ack_atom, int64_t, int32_t, int32_t>,
+  /// A new spec (JSON) for a kept replica, replaying from `version`:
+  /// error, restored version (-1: its state was kept).
+  caf::replies_to<reconf_atom, std::string, int64_t>::with<std::string, int64_t>,
+  /// Its encoded stage state (weights and optimizer state).
+  caf::replies_to<state_atom>::with<std::string>,
+  /// New emulated slowdown (permille >= 1000).
+  caf::reacts_to<slow_atom, int32_t>,
+  /// Its own receive-timeout check, once a second.
+  caf::reacts_to<caf::tick_atom>,
+  caf::reacts_to<stop_atom>>;
 
 /// A device's replica builder (device.cpp): builds one replica at a time on
 /// its own thread and hands it back to the device.

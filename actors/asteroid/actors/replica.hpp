@@ -3,6 +3,7 @@
 /// Stage replicas: one per device per stage, executing the instruction
 /// stream shipped in its spec on its share of every micro-batch.
 #include "asteroid/actors/fwd.hpp"
+#include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_spec.hpp"
 
 #include <caf/all.hpp>
@@ -24,9 +25,9 @@ namespace asteroid::actors {
 /// (`ast_peer`) are TCP on it (channel.hpp). With `halt_below`, set by the
 /// device (`ast_halt`), a replica whose generation is below that value stops
 /// at its next op instead of finishing an interrupted step.
-caf::actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
-                         const std::string& state, caf::actor home = {},
-                         std::shared_ptr<data_plane> dp = {},
-                         std::shared_ptr<const std::atomic<int64_t>> halt_below = {});
+replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
+                            const std::string& state, device_actor home = {},
+                            std::shared_ptr<data_plane> dp = {},
+                            std::shared_ptr<const std::atomic<int64_t>> halt_below = {});
 
 } // namespace asteroid::actors
