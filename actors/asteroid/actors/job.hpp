@@ -153,6 +153,9 @@ struct job_result {
 /// Runs `job` on `devices` (handles from `connect` or `spawn_device`),
 /// starting from the weights of `model` and reading `train`. `test` may be
 /// null. Throws std::runtime_error naming the node, stage or layer at fault.
+/// A thin client of the supervisor actor (supervisor_actor.hpp: spawn, start,
+/// await) that blocks the calling thread; a program that wants to watch or
+/// stop the job talks to the supervisor actor itself.
 job_result run_job(caf::actor_system& sys, const job_spec& job,
                    const std::vector<device_actor>& devices,
                    models::sequential_model model,
@@ -166,7 +169,8 @@ void check_plan_fits(const planner::plan& p,
                      const std::string& model_name, int num_devices);
 
 /// The whole `asteroid job --config FILE` path: loads data and model,
-/// connects to `job.nodes` (failing fast naming an unreachable one), runs.
+/// connects to `job.nodes` (failing fast naming an unreachable one), runs;
+/// the same thin client, with its own actor system.
 job_result run_job(const job_spec& job);
 job_result run_job_file(const std::string& path);
 
