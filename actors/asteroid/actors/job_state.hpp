@@ -9,8 +9,9 @@
 /// `idle` until the program sends start; `connecting` while the nodes are
 /// reached and asked for their capabilities (and links measured);
 /// `deploying` while the first plan is made and its replicas are built;
-/// `running` while steps run; `recovering` from a detected loss, a re-plan
-/// or a re-admitted node until the next generation is deployed. `finished`
+/// `running` while steps run; `recovering` from a detected loss, a re-plan,
+/// a re-admitted node or a removed one until the next generation is
+/// deployed. `finished`
 /// (all steps, or stopped by request) and `failed` are final.
 #include <cstdint>
 #include <optional>
