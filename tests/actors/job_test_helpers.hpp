@@ -127,17 +127,19 @@ inline actors::job_result run_on_cluster(actors::job_spec job,
                          train, nullptr);
 }
 
-/// An actor system with `n` devices in this process.
+/// An actor system with `n` devices in this process, each emulated
+/// `slowdown` times slower than the host.
 struct in_process {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   std::vector<actors::device_actor> devices;
-  explicit in_process(int n) {
+  explicit in_process(int n, double slowdown = 1.0) {
     actors::configure(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);
     for (int i = 0; i < n; ++i) {
       actors::device_options o;
       o.name = "dev" + std::to_string(i);
+      o.slowdown = slowdown;
       devices.push_back(actors::spawn_device(*sys, o));
     }
   }
