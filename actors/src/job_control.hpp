@@ -24,8 +24,8 @@ public:
   std::atomic<bool> stop_requested{false};
   /// Called on the step driver's thread as it enters a state ...
   std::function<void(job_state)> on_state;
-  /// ... and with every metrics record.
-  std::function<void(const nlohmann::json&)> on_record;
+  /// ... and with every metrics record (its JSON text).
+  std::function<void(const std::string&)> on_record;
 
   void enter(job_state s) const {
     if (on_state)

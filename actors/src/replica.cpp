@@ -334,8 +334,8 @@ replica_actor::behavior_type replica_fun(replica_self* self,
 
 replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             const std::string& state, device_actor home,
-                         std::shared_ptr<data_plane> dp,
-                         std::shared_ptr<const std::atomic<int64_t>> halt_below) {
+                            std::shared_ptr<data_plane> dp,
+                            std::shared_ptr<const std::atomic<int64_t>> halt_below) {
   auto e = std::make_shared<detail::engine>();
   e->spec = spec;
   e->dp = dp;

@@ -199,6 +199,8 @@ private:
   /// that no later ask takes one for its own, and stops the replicas that
   /// late deploy replies name.
   void settle_abandoned(int64_t step);
+  /// Stops `r` and no longer watches it.
+  void stop_replica(const replica_actor& r);
   void stop_replicas();
   std::map<int, json> inventories();
   serialization::named_tensors fetch_full_state(

@@ -29,7 +29,9 @@ struct supervisor_state {
   json progress = json::object();
 
   ~supervisor_state() {
-    // The program let go of the job: it ends at its next step boundary.
+    // The actor was terminated (an exit message; the step driver holds a
+    // handle, so it outlives the program's own): its job ends at the next
+    // step boundary instead of running on unsupervised.
     control->stop_requested = true;
   }
 

@@ -257,10 +257,8 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
     }
   for (auto& st : stages_)
     for (auto& r : st)
-      if (r.handle && !staying.count(r.handle.address())) {
-        self_->demonitor(r.handle.address());
-        self_->send(r.handle, stop_atom::value);
-      }
+      if (r.handle && !staying.count(r.handle.address()))
+        stop_replica(r.handle);
   // From here stop_replicas() reaches every replica of this deployment,
   // kept or built, whatever interrupts it.
   stages_ = next;
@@ -337,8 +335,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
         }
         // It could not stay (no snapshot to roll back to): build it anew.
         spdlog::warn("{}; deploying a new replica instead", err);
-        self_->demonitor(slot.handle.address());
-        self_->send(slot.handle, stop_atom::value);
+        stop_replica(slot.handle);
         slot.handle = nullptr;
       }
       std::string state;
@@ -412,13 +409,17 @@ std::string supervisor::data_endpoint(int d) const {
   return actors::data_endpoint(job_.nodes[d], caps_[d].value("data_port", int64_t{0}));
 }
 
+void supervisor::stop_replica(const replica_actor& r) {
+  // Its down message would otherwise be taken for a lost device.
+  self_->demonitor(r.address());
+  self_->send(r, stop_atom::value);
+}
+
 void supervisor::stop_replicas() {
   for (auto& st : stages_)
     for (auto& r : st)
-      if (r.handle) {
-        self_->demonitor(r.handle.address());
-        self_->send(r.handle, stop_atom::value);
-      }
+      if (r.handle)
+        stop_replica(r.handle);
   stages_.clear();
   num_replicas_ = 0;
 }

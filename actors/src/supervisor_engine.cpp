@@ -15,8 +15,8 @@ void run_supervisor_engine(caf::blocking_actor* self, supervisor_actor front,
     self->send(front, job_event_atom::value,
                nlohmann::json{{"event", "state"}, {"state", to_string(s)}}.dump());
   };
-  control->on_record = [self, front](const nlohmann::json& rec) {
-    self->send(front, job_event_atom::value, rec.dump());
+  control->on_record = [self, front](const std::string& line) {
+    self->send(front, job_event_atom::value, line);
   };
   auto out = std::make_shared<job_outcome>();
   try {

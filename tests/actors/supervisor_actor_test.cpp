@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <set>
+#include <sstream>
+#include <thread>
 
 using namespace asteroid;
 using namespace asteroid::test;
@@ -290,4 +292,37 @@ TEST_CASE("removing the last device of a job is refused with a record, and "
   auto r = actors::await_job(*env.sys, sup);
   CHECK(r.steps == 20);
   CHECK(r.plan.stages.at(0).devices == std::vector<int>{0});
+}
+
+TEST_CASE("terminating the supervisor actor stops its job at the next step "
+          "boundary: the job's metrics file ends with a stopped 'done' "
+          "(mlp, 3 in-process devices)") {
+  auto train = synthetic(16 * 40);
+  auto job = two_stage_mlp(40);
+  job.metrics_path = std::string(ASTEROID_TEST_TMP) + "/supervisor-exit.jsonl";
+  in_process env{3, 10.0}; // the exit arrives mid-job (see the stop test)
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  for (int64_t iterations = 0; iterations < 3;)
+    if (next_event(self)["event"] == "iteration")
+      ++iterations;
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  // Bounded wait for the step driver to write its last record.
+  json done;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done.is_object() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::istringstream lines{slurp(job.metrics_path)};
+    for (std::string line; std::getline(lines, line);) {
+      auto rec = json::parse(line, nullptr, false);
+      if (!rec.is_discarded() && rec.value("event", std::string()) == "done")
+        done = rec;
+    }
+  }
+  REQUIRE(done.is_object());
+  CHECK(done["stopped"] == true);
+  CHECK(done["steps"].get<int64_t>() >= 3);
+  CHECK(done["steps"].get<int64_t>() < 40);
 }

@@ -33,12 +33,13 @@ void metrics_sink::emit(const std::string& event, nlohmann::json record) {
     return;
   record["event"] = event;
   record["time"] = now_s() - start_;
+  const auto line = record.dump();
   if (out_) {
-    *out_ << record.dump() << '\n';
+    *out_ << line << '\n';
     out_->flush();
   }
   if (observer_)
-    observer_(record);
+    observer_(line);
 }
 
 } // namespace asteroid::training

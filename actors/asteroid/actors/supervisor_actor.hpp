@@ -34,8 +34,9 @@
 ///   their layers keep running), it forgets the job's snapshots and is not
 ///   admitted again. Refused before start, after the end, for an index out
 ///   of range, and (event "remove_refused") when no device would be left.
-/// The job also stops at its next step boundary when the supervisor actor
-/// itself goes away.
+/// The job also stops at its next step boundary when the supervisor actor is
+/// terminated (an exit message). Dropping the program's handle does not end
+/// it: the step driver holds one until the job is final.
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/job_state.hpp"
 #include "asteroid/actors/protocol.hpp"

@@ -22,17 +22,17 @@ public:
   /// Writes `record` with "event" set to `event`.
   void emit(const std::string& event, nlohmann::json record);
 
-  /// Also hands every record (with "event" and "time") to `observer`,
-  /// whether or not a file or stdout gets it: a program subscribed to a
-  /// running job sees the same records as its metrics file.
-  void set_observer(std::function<void(const nlohmann::json&)> observer) {
+  /// Also hands every record (with "event" and "time", as the JSON text a
+  /// file or stdout gets) to `observer`, whether or not one gets it: a
+  /// program subscribed to a running job sees its metrics file's lines.
+  void set_observer(std::function<void(const std::string&)> observer) {
     observer_ = std::move(observer);
   }
 
   bool enabled() const { return out_ != nullptr; }
 
 private:
-  std::function<void(const nlohmann::json&)> observer_;
+  std::function<void(const std::string&)> observer_;
   std::unique_ptr<std::ofstream> file_;
   std::ostream* out_ = nullptr;
   double start_;
