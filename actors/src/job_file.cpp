@@ -101,7 +101,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
      "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
-     "loss"});
+     "micro_batch_actors", "loss"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
     if (!x->is_object())
@@ -151,6 +151,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "connect_timeout_ms", s.connect_timeout_ms);
   read_optional(j, f, "step_timeout_ms", s.step_timeout_ms);
   read_optional(j, f, "run_ahead", s.run_ahead);
+  read_optional(j, f, "micro_batch_actors", s.micro_batch_actors);
   if (s.profile_node < -1 || s.profile_node >= static_cast<int>(s.nodes.size()))
     f["profile_node"].fail(std::to_string(s.profile_node)
                            + " is not -1 (here) or a node index");

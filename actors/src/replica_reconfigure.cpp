@@ -59,6 +59,7 @@ void reconfigure(replica_self* self, replica_spec next) {
   st.blocked = false;
   st.pc = 0;
   st.starts.clear();
+  st.micro_batches.clear();
   st.inputs.clear();
   st.labels.clear();
   st.acts.clear();

@@ -94,6 +94,9 @@ struct replica_state {
   bool failed = false;
   size_t pc = 0;
   std::set<int64_t> starts;
+  /// The micro-batch actors of each started step, by micro-batch (none: the
+  /// job runs without them).
+  std::map<int64_t, std::vector<micro_batch_actor>> micro_batches;
   /// The first stage's inputs and the last stage's labels, by (step, mb).
   std::map<std::pair<int64_t, int>, torch::Tensor> inputs, labels;
   std::vector<torch::Tensor> x, y, in, out, grad_out;
@@ -121,6 +124,7 @@ struct replica_state {
   double busy_s = 0;
   double overrun_s = 0; ///< compute beyond the emulated time (compute())
   double loss = 0;
+  int64_t progress_sent = 0; ///< reports to micro-batch actors
   nlohmann::json events = nlohmann::json::array();
   std::map<std::string, int64_t> bytes;
   int max_unacked = 0;
@@ -140,6 +144,7 @@ struct replica_state {
   void reset_report_metrics() {
     busy_s = 0;
     overrun_s = 0;
+    progress_sent = 0;
     events = nlohmann::json::array();
   }
 };

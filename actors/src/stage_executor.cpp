@@ -1,5 +1,6 @@
 #include "stage_executor.hpp"
 
+#include "asteroid/actors/micro_batch_progress.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
@@ -24,6 +25,20 @@ enum class outcome {
 };
 
 using handler = outcome (*)(replica_self*, const instruction&);
+
+/// Tells micro-batch `mb`'s actor that this replica finished `pass` of its
+/// rows (nothing when the step came without micro-batch actors).
+void tell_micro_batch(replica_self* self, int mb, micro_batch_pass pass) {
+  auto& st = self->state;
+  auto it = st.micro_batches.find(st.step);
+  if (it == st.micro_batches.end() || mb < 0
+      || static_cast<size_t>(mb) >= it->second.size())
+    return;
+  self->send(it->second[static_cast<size_t>(mb)], progress_atom::value,
+             static_cast<int32_t>(st.e->spec.stage),
+             static_cast<int32_t>(st.e->spec.replica), int32_t{pass});
+  ++st.progress_sent;
+}
 
 outcome load_micro_batch(replica_self* self, const instruction& ins) {
   auto& st = self->state;
@@ -66,6 +81,7 @@ outcome forward(replica_self* self, const instruction& ins) {
     st.out[mb] = e.model->forward_range(input, e.spec.first_layer,
                                         e.spec.end_layer);
   });
+  tell_micro_batch(self, mb, pass_forward);
   return outcome::next;
 }
 
@@ -121,6 +137,7 @@ outcome backward(replica_self* self, const instruction& ins) {
   });
   st.out[mb] = torch::Tensor();
   st.grad_out[mb] = torch::Tensor();
+  tell_micro_batch(self, mb, pass_backward);
   return outcome::next;
 }
 
@@ -254,6 +271,7 @@ void finish_step(replica_self* self) {
                         {"start_us", st.step_start_us},
                         {"loss", st.loss},
                         {"max_unacked", st.max_unacked},
+                        {"micro_batch_reports", st.progress_sent},
                         {"bytes", st.bytes},
                         {"channels", transports(st)},
                         {"events", std::move(st.events)}};
@@ -261,6 +279,7 @@ void finish_step(replica_self* self) {
   st.last_finished = st.step;
   st.reset_report_metrics();
   st.starts.erase(st.step);
+  st.micro_batches.erase(st.step);
   st.running = false;
   st.pc = 0;
   st.drop_micro_batch_tensors();

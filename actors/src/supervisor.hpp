@@ -113,6 +113,8 @@ public:
       metrics_.set_observer(control_->on_record);
   }
 
+  ~supervisor() { stop_micro_batches(); }
+
   job_result run();
 
 private:
@@ -216,6 +218,21 @@ private:
                          const std::function<const data::batch*()>& next,
                          std::vector<json>& reports);
   void feed(int64_t step, const data::batch& batch);
+
+  // -- micro-batch actors (supervisor_micro_batches.cpp) --
+  /// Spawns step `step`'s micro-batch actors (stopping any it had), each with
+  /// its route through the current plan; none when the job turned them off.
+  void spawn_micro_batches(int64_t step);
+  /// Step `step`'s micro-batch actors, by micro-batch, for its start
+  /// message (empty: none).
+  std::vector<caf::actor> micro_batch_handles(int64_t step) const;
+  /// Where every micro-batch still in the pipeline is, asked of its actor
+  /// (micro_batch_progress::where); those that finished are not listed.
+  json micro_batches_in_flight();
+  /// Step `step` is done: its micro-batch actors have quit or quit with
+  /// the reports still on their way, so they are forgotten.
+  void forget_micro_batches(int64_t step) { micro_batches_.erase(step); }
+  void stop_micro_batches();
   void ping_all(clock::time_point now);
   /// A device answered heartbeat `seq` (round * 4096 + device).
   void heartbeat_answered(int64_t seq);
@@ -309,6 +326,8 @@ private:
     std::vector<json> reports;
   } early_;
   std::vector<std::vector<replica_ref>> stages_;
+  /// The current generation's micro-batch actors, by step, then micro-batch.
+  std::map<int64_t, std::vector<micro_batch_actor>> micro_batches_;
   /// Replicas the last deployment kept running ({"replica", "actor",
   /// "restored_version"}: -1 when their state was kept as it was).
   std::vector<json> kept_;

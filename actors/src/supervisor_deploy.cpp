@@ -241,6 +241,7 @@ std::optional<replica_ref> supervisor::keepable(const planner::stage_plan& st, i
 
 void supervisor::deploy(const planner::plan& p, const state_source& src) {
   fed_step_.reset(); // new replicas hold no loads
+  stop_micro_batches(); // the steps they tracked are fed again
   const auto P = p.num_stages();
   // Replicas whose device survived and keeps its layers stay (same actor,
   // same state); the others stop before anything new is built.
@@ -416,6 +417,7 @@ void supervisor::stop_replica(const replica_actor& r) {
 }
 
 void supervisor::stop_replicas() {
+  stop_micro_batches();
   for (auto& st : stages_)
     for (auto& r : st)
       if (r.handle)

@@ -95,6 +95,10 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
     dead_.insert(d);
     names.push_back(name_of(d));
   }
+  // What was in flight where, before the deployment below replaces the
+  // micro-batch actors: the interrupted step's work is replayed whole, and
+  // this says which of it the loss cut off.
+  auto in_flight = micro_batches_in_flight();
   drain_losses(failed_step);
   for (int d : dead_)
     if (!lost.count(d) && !heartbeats_.dead(d))
@@ -180,6 +184,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},
                {"kept", kept_},
+               {"in_flight", in_flight},
                {"changes", changes}});
   return src.version;
 }

@@ -122,6 +122,7 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
   const auto P = plan_.num_stages();
   const auto M = plan_.micro_batches;
   const auto mbs = plan_.micro_batch_size();
+  spawn_micro_batches(step);
   // The first stage's inputs and the last stage's labels, one tensor
   // message per micro-batch and replica: the rows of its share.
   for (auto kind : {serialization::tensor_kind::input,
@@ -158,7 +159,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   auto start_all = [&](int64_t s) {
     for (auto& st : stages_)
       for (auto& r : st)
-        self_->send(r.handle, start_atom::value, s);
+        self_->send(r.handle, start_atom::value, s, micro_batch_handles(s));
   };
   if (!started_ahead(step))
     start_all(step);
@@ -262,6 +263,8 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   }
   if (!failure.empty())
     throw std::runtime_error(failure);
+  if (lost.empty())
+    forget_micro_batches(step);
   return lost;
 }
 
@@ -297,6 +300,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                                   bool started_ahead) {
   const auto P = plan_.num_stages();
   double loss = 0;
+  int64_t micro_batch_messages = 0;
   json links = json::object();
   json reps = json::array();
   for (auto& rep : reports) {
@@ -304,6 +308,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
       loss += rep["loss"].get<double>();
     for (auto& [k, v] : rep["bytes"].items())
       links[k] = v;
+    micro_batch_messages += rep.value("micro_batch_reports", int64_t{0});
     int s = rep["stage"], r = rep["replica"];
     int d = stages_[s][r].device;
     reps.push_back({{"replica", rep["label"]},
@@ -337,6 +342,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"samples_per_s", B / wall}, {"t_s", (wall_us() - t_start) * 1e-6},
            {"replicas", reps},
            {"link_bytes", links},    {"generation", generation_},
+           {"micro_batch_actors", job_.micro_batch_actors ? plan_.micro_batches : 0},
+           {"micro_batch_messages", micro_batch_messages},
            {"started_ahead", started_ahead}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);

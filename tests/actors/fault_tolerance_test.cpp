@@ -151,6 +151,33 @@ TEST_CASE("a killed device of one stage: the replicas that lost nothing keep "
     kept.insert(k["replica"].get<std::string>().substr(0, 5));
   }
   CHECK(kept == std::set<std::string>{"s0r0@", "s1r0@", "s2r0@"});
+  // What was in flight where, as the step's micro-batch actors told the
+  // recovery: device 2 died before it could run a pass, so both micro-batches
+  // of the interrupted step were still in the pipeline, neither had passed
+  // stage 1 (device 2 holds 3 of its 8 rows), and each waited on a forward
+  // pass at stage 0 (if the loss was seen that early) or on device 2's.
+  std::set<int> in_flight;
+  for (auto& w : (*recovered)["in_flight"]) {
+    if (w["step"] != (*recovered)["failed_step"])
+      continue; // the next step's, fed ahead
+    INFO(w.dump());
+    in_flight.insert(w["micro_batch"].get<int>());
+    CHECK(w["backward_done"].empty());
+    for (auto& s : w["forward_done"])
+      CHECK(s == 0);
+    REQUIRE_FALSE(w["waiting"].empty());
+    bool on_device_2 = false;
+    for (auto& piece : w["waiting"]) {
+      CHECK(piece["pass"] == "forward");
+      CHECK(piece["stage"].get<int>() <= 1);
+      on_device_2 |= piece["device"] == 2;
+    }
+    if (w["waiting"][0]["stage"] == 1)
+      CHECK(on_device_2);
+  }
+  CHECK(in_flight == std::set<int>{0, 1});
+  std::printf("[kill in the middle stage] in flight: %s\n",
+              (*recovered)["in_flight"].dump().c_str());
 }
 
 TEST_CASE("a kept replica whose BatchNorm statistics the interrupted step "

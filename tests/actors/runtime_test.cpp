@@ -122,6 +122,30 @@ TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
   CHECK(diff < 1e-4);
 }
 
+TEST_CASE("micro-batch actors: every replica with rows reports each pass of "
+          "each micro-batch, and training is the same without them") {
+  auto train = synthetic(8 * 12);
+  // Stage 0's second replica has no rows: it runs no pass, so it reports none.
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {4, 0}},
+                                              {1, 3, {2}, {4}}}));
+  job.max_steps = 12;
+  auto with = run_in_process(job, 3, train);
+  job.micro_batch_actors = false;
+  auto without = run_in_process(job, 3, train);
+  REQUIRE(with.iterations.size() == 12);
+  REQUIRE(without.iterations.size() == 12);
+  for (size_t i = 0; i < with.iterations.size(); ++i) {
+    INFO("step " << i);
+    // 2 replicas with rows x 2 micro-batches x (forward, backward).
+    CHECK(with.iterations[i]["micro_batch_actors"] == 2);
+    CHECK(with.iterations[i]["micro_batch_messages"] == 8);
+    CHECK(without.iterations[i]["micro_batch_actors"] == 0);
+    CHECK(without.iterations[i]["micro_batch_messages"] == 0);
+  }
+  CHECK(max_abs_diff(with.model, without.model) == 0);
+  CHECK(max_abs_diff(with.model, reference(job, *train)) < 1e-4);
+}
+
 TEST_CASE("run-ahead: replicas start the next step before the supervisor "
           "has the reports, and training is the same as without") {
   auto train = synthetic(12 * 20);

@@ -3,7 +3,8 @@
 /// Forward declarations of the runtime's types (as CAF's own `caf/fwd.hpp`
 /// does), so a header that only names them need not pull in their
 /// definitions. The actors' typed interfaces (`device_actor`,
-/// `replica_builder_actor` in protocol.hpp, `supervisor_actor` in
+/// `replica_actor`, `micro_batch_actor`, `replica_builder_actor` in
+/// protocol.hpp, `supervisor_actor` in
 /// supervisor_actor.hpp) are not here: a `caf::typed_actor` alias needs its
 /// message types complete.
 #include <cstdint>
@@ -25,6 +26,11 @@ class snapshot_store;
 
 // -- replicas (replica_spec.hpp, replica.hpp) --
 struct replica_spec;
+
+// -- micro-batches (micro_batch_progress.hpp, micro_batch.hpp) --
+struct micro_batch_piece;
+struct micro_batch_route;
+class micro_batch_progress;
 
 // -- jobs (job.hpp, job_state.hpp, supervisor_actor.hpp, heartbeat_monitor.hpp,
 //    remote_probe.hpp) --

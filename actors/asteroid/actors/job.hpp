@@ -123,6 +123,10 @@ struct job_spec {
   /// fault due): replicas go on without waiting a round trip to the
   /// supervisor. Training is the same either way.
   bool run_ahead = true;
+  /// An actor per micro-batch of each step (micro_batch.hpp), told of every
+  /// forward and backward pass; a recovery asks them what was in flight
+  /// where. False: no such actors (the runtime bench compares the two).
+  bool micro_batch_actors = true;
   fault_tolerance_options fault_tolerance;
   std::vector<fault_spec> faults;
 };

@@ -55,6 +55,8 @@ using probe_atom = caf::atom_constant<caf::atom("ast_probe")>;
 using adopt_atom = caf::atom_constant<caf::atom("ast_adopt")>;
 using reconf_atom = caf::atom_constant<caf::atom("ast_reconf")>;
 using halt_atom = caf::atom_constant<caf::atom("ast_halt")>;
+using progress_atom = caf::atom_constant<caf::atom("ast_mbprog")>;
+using where_atom = caf::atom_constant<caf::atom("ast_where")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -118,8 +120,10 @@ using replica_actor = caf::typed_actor<
   /// Its links (peer_role, index, actor, data endpoint): the link's
   /// channel is TCP to that data endpoint, or CAF when it is empty.
   caf::reacts_to<peer_atom, int32_t, int32_t, caf::actor, std::string>,
-  /// Run step `step` (starts may arrive ahead of the step).
-  caf::reacts_to<start_atom, int64_t>,
+  /// Run step `step` (starts may arrive ahead of the step); the step's
+  /// micro-batch actors (`micro_batch_actor`), by micro-batch, are told of
+  /// each pass (none: the job runs without them).
+  caf::reacts_to<start_atom, int64_t, std::vector<caf::actor>>,
   /// Activations, gradients, all-reduce chunks, inputs, labels.
   caf::reacts_to<tensor_atom, serialization::tensor_message>,
   /// A credit back from a peer (generation, kind: 0 activation / 1
@@ -134,6 +138,20 @@ using replica_actor = caf::typed_actor<
   caf::reacts_to<slow_atom, int32_t>,
   /// Its own receive-timeout check, once a second.
   caf::reacts_to<caf::tick_atom>,
+  caf::reacts_to<stop_atom>>;
+
+/// One micro-batch of one step (micro_batch.cpp): spawned in the supervisor's
+/// process when the supervisor injects the micro-batch, gone after the last
+/// backward pass of it. It knows which replica holds which rows of it at
+/// every stage (micro_batch_progress.hpp) and is what a recovery asks about
+/// the work a loss interrupted. Reports that match no piece are logged and
+/// dropped.
+using micro_batch_actor = caf::typed_actor<
+  /// Replica `replica` of stage `stage` finished a pass (micro_batch_pass:
+  /// 0 forward, 1 backward) of its rows.
+  caf::reacts_to<progress_atom, int32_t, int32_t, int32_t>,
+  /// Where the micro-batch is (micro_batch_progress::where, as JSON).
+  caf::replies_to<where_atom>::with<std::string>,
   caf::reacts_to<stop_atom>>;
 
 /// A device's replica builder (device.cpp): builds one replica at a time on

@@ -1,0 +1,74 @@
+// Supervisor: the micro-batch actors of the steps it injects (micro_batch.hpp).
+#include "supervisor.hpp"
+
+#include "asteroid/actors/micro_batch.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace asteroid::actors::detail {
+
+void supervisor::spawn_micro_batches(int64_t step) {
+  auto old = micro_batches_.find(step);
+  if (old != micro_batches_.end()) {
+    for (auto& m : old->second)
+      caf::anon_send(m, stop_atom::value);
+    micro_batches_.erase(old);
+  }
+  if (!job_.micro_batch_actors)
+    return;
+  // The same route for every micro-batch of the step: the plan's shares are
+  // rows of each micro-batch.
+  micro_batch_route route;
+  route.step = step;
+  for (const auto& st : plan_.stages) {
+    std::vector<micro_batch_piece> pieces;
+    int64_t at = 0;
+    for (size_t r = 0; r < st.shares.size(); ++r) {
+      if (st.shares[r] > 0)
+        pieces.push_back({static_cast<int32_t>(r), st.devices[r],
+                          name_of(st.devices[r]), at, at + st.shares[r]});
+      at += st.shares[r];
+    }
+    route.stages.push_back(std::move(pieces));
+  }
+  auto& actors = micro_batches_[step];
+  for (int m = 0; m < plan_.micro_batches; ++m) {
+    route.micro_batch = m;
+    actors.push_back(spawn_micro_batch(sys_, route));
+  }
+}
+
+std::vector<caf::actor> supervisor::micro_batch_handles(int64_t step) const {
+  std::vector<caf::actor> out;
+  auto it = micro_batches_.find(step);
+  if (it != micro_batches_.end())
+    for (auto& m : it->second)
+      out.push_back(caf::actor_cast<caf::actor>(m));
+  return out;
+}
+
+json supervisor::micro_batches_in_flight() {
+  json out = json::array();
+  for (auto& [step, actors] : micro_batches_)
+    for (auto& m : actors)
+      // A local actor: it answers at once, or the request fails at once
+      // because the actor quit after its last backward pass.
+      self_->request(m, std::chrono::seconds(1), where_atom::value)
+        .receive(
+          [&](std::string& text) {
+            auto w = json::parse(text);
+            if (!w.value("finished", false))
+              out.push_back(std::move(w));
+          },
+          [&](caf::error&) {});
+  return out;
+}
+
+void supervisor::stop_micro_batches() {
+  for (auto& [step, actors] : micro_batches_)
+    for (auto& m : actors)
+      caf::anon_send(m, stop_atom::value);
+  micro_batches_.clear();
+}
+
+} // namespace asteroid::actors::detail
