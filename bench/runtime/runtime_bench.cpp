@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <tuple>
 
 using namespace asteroid;
 using nlohmann::json;
@@ -73,12 +74,21 @@ double plain_loop_step_s(const std::string& model_name, const data::dataset& tra
 struct framework_steps {
   double step_s = 0;    ///< median step as the supervisor times it
   double compute_s = 0; ///< median of the replica's compute in those steps
+  double micro_batch_messages = 0; ///< median per step, from the records
+};
+
+/// How a framework run differs from the default job.
+struct framework_settings {
+  int64_t snapshot_every = 1;
+  bool run_ahead = true;
+  int micro_batches = 1;
+  bool micro_batch_actors = true;
 };
 
 framework_steps framework_step_s(const std::string& model_name,
                         std::shared_ptr<data::dataset> train, int64_t batch,
                         int64_t steps, int64_t warmup, uint16_t port,
-                        int64_t snapshot_every, bool run_ahead) {
+                        const framework_settings& how) {
   actors::local_cluster::options co;
   co.exe = ASTEROID_CLI_PATH;
   co.nodes = 1;
@@ -87,7 +97,7 @@ framework_steps framework_step_s(const std::string& model_name,
   actors::job_spec job;
   job.model = model_name;
   job.batch_size = batch;
-  job.micro_batches = 1;
+  job.micro_batches = how.micro_batches;
   job.optimizer.lr = 0.02;
   job.optimizer.momentum = 0.9;
   job.max_steps = steps + warmup;
@@ -95,27 +105,29 @@ framework_steps framework_step_s(const std::string& model_name,
   job.progress = 0;
   job.seed = 1;
   job.nodes = cluster.endpoints();
-  job.fault_tolerance.snapshot_every = snapshot_every;
-  job.run_ahead = run_ahead;
+  job.fault_tolerance.snapshot_every = how.snapshot_every;
+  job.run_ahead = how.run_ahead;
+  job.micro_batch_actors = how.micro_batch_actors;
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
   planner::plan p;
   p.planner = "bench";
   p.batch_size = batch;
-  p.micro_batches = 1;
-  p.stages = {{0, static_cast<int>(model->size()), {0}, {batch}}};
+  p.micro_batches = how.micro_batches;
+  p.stages = {{0, static_cast<int>(model->size()), {0}, {batch / how.micro_batches}}};
   job.plan = p;
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
   auto r = actors::run_job(sys, job, devices, model, train, nullptr);
-  std::vector<double> times, busy;
+  std::vector<double> times, busy, messages;
   for (size_t i = static_cast<size_t>(warmup); i < r.iterations.size(); ++i) {
     times.push_back(r.iterations[i]["seconds"].get<double>());
     busy.push_back(r.iterations[i]["replicas"][0]["busy_s"].get<double>());
+    messages.push_back(r.iterations[i]["micro_batch_messages"].get<double>());
   }
-  return {median(times), median(busy)};
+  return {median(times), median(busy), median(messages)};
 }
 
 // -- 2. transfers -----------------------------------------------------------------
@@ -250,23 +262,29 @@ int main(int argc, char** argv) {
   // The median of those ratios is the result; the best round of each column
   // is printed too. The replica's own compute time splits the framework's
   // step into the model's work and what the step costs around it.
+  // Each run with micro-batch actors off follows its twin with them on, so
+  // their ratio in a round sees the same host.
   struct variant {
     const char* name;
-    int64_t snapshot_every;
-    bool run_ahead;
+    framework_settings how;
     double best = 1e9;
-    std::vector<double> ratios, compute_ratios, around_ms;
+    std::vector<double> ratios, compute_ratios, around_ms, steps_s, messages;
   };
-  std::vector<variant> variants{{"framework, snapshots every step (default)", 1, true},
-                                {"framework, no snapshots", 0, true},
-                                {"framework, no snapshots, no run-ahead", 0, false}};
+  std::vector<variant> variants{
+    {"framework, snapshots every step (default)", {1, true, 1, true}},
+    {"framework, default, no micro-batch actors", {1, true, 1, false}},
+    {"framework, no snapshots", {0, true, 1, true}},
+    {"framework, no snapshots, no run-ahead", {0, false, 1, true}},
+    {"framework, default, 4 micro-batches", {1, true, 4, true}},
+    {"framework, default, 4 micro-batches, no micro-batch actors", {1, true, 4, false}}};
+  enum { v_default, v_no_mb_actors, v_no_snapshots, v_lockstep, v_m4, v_m4_no_mb_actors };
   std::vector<double> plains{plain_loop_step_s(model, *train, batch, steps, warmup)};
   for (int round = 0; round < rounds; ++round) {
     std::vector<framework_steps> runs;
     for (size_t v = 0; v < variants.size(); ++v)
       runs.push_back(framework_step_s(model, train, batch, steps, warmup,
                                       static_cast<uint16_t>(port + v),
-                                      variants[v].snapshot_every, variants[v].run_ahead));
+                                      variants[v].how));
     plains.push_back(plain_loop_step_s(model, *train, batch, steps, warmup));
     auto a = (plains[plains.size() - 2] + plains.back()) / 2;
     std::fprintf(stderr, "round %d: plain %.2f", round + 1, plains[plains.size() - 2] * 1e3);
@@ -279,6 +297,8 @@ int main(int argc, char** argv) {
       x.ratios.push_back(r.step_s / a);
       x.compute_ratios.push_back(r.compute_s / a);
       x.around_ms.push_back((r.step_s - r.compute_s) * 1e3);
+      x.steps_s.push_back(r.step_s);
+      x.messages.push_back(r.micro_batch_messages);
     }
     std::fprintf(stderr, " | plain %.2f ms\n", plains.back() * 1e3);
   }
@@ -299,8 +319,31 @@ int main(int argc, char** argv) {
               "backward, optimizer) %.3f of the plain step; the rest of the step (start "
               "and report messages, loading the batch) %.2f ms, %.2f ms without "
               "run-ahead\n",
-              median(variants[1].compute_ratios), median(variants[1].around_ms),
-              median(variants[2].around_ms));
+              median(variants[v_no_snapshots].compute_ratios),
+              median(variants[v_no_snapshots].around_ms),
+              median(variants[v_lockstep].around_ms));
+  // The micro-batch actors' cost: each round's step with them over the same
+  // round's step without them, and the reports they received per step.
+  auto cost = [&](int on, int off) {
+    std::vector<double> r;
+    for (size_t i = 0; i < variants[on].steps_s.size(); ++i)
+      r.push_back(variants[on].steps_s[i] / variants[off].steps_s[i]);
+    return median(r);
+  };
+  // Their messages are sent outside the replica's timed compute, so the
+  // step's time around the compute shows their cost without the compute's
+  // noise (which on a shared host is larger than the cost itself).
+  auto around = [&](int v) { return median(variants[v].around_ms); };
+  auto plain_ms = median(plains) * 1e3;
+  std::printf("\nMicro-batch actors (one per micro-batch and step, told of each "
+              "pass), with / without them, median over rounds\n\n| micro-batches "
+              "| reports per step | step ratio with / without | around the compute, "
+              "with | without | difference / plain step |\n|---|---|---|---|---|---|\n");
+  for (auto [on, off, m] : {std::tuple{v_default, v_no_mb_actors, 1},
+                            std::tuple{v_m4, v_m4_no_mb_actors, 4}})
+    std::printf("| %d | %.0f | %.3f | %.2f ms | %.2f ms | %+.4f |\n", m,
+                median(variants[on].messages), cost(on, off), around(on), around(off),
+                (around(on) - around(off)) / plain_ms);
 
   // Transfers: streams of tensor-sized messages between two node processes
   // (data plane, CAF messages) vs raw TCP between two processes. Rounds
