@@ -53,4 +53,10 @@ void heartbeat_monitor::revive(int d, clock::time_point now) {
   last_seen_.at(static_cast<size_t>(d)) = now;
 }
 
+int heartbeat_monitor::add_device(clock::time_point now) {
+  dead_.push_back(false);
+  last_seen_.push_back(now);
+  return size() - 1;
+}
+
 } // namespace asteroid::actors

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,10 +47,26 @@ public:
   }
   bool removals_pending() const { return removals_pending_.load(); }
 
+  /// Endpoints of nodes the program asked to add, taken by the step driver
+  /// at its next step boundary.
+  void request_addition(std::string endpoint) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    additions_.push_back(std::move(endpoint));
+    additions_pending_ = true;
+  }
+  std::vector<std::string> take_additions() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    additions_pending_ = false;
+    return std::exchange(additions_, {});
+  }
+  bool additions_pending() const { return additions_pending_.load(); }
+
 private:
   std::mutex mutex_;
   std::vector<int> removals_;
   std::atomic<bool> removals_pending_{false};
+  std::vector<std::string> additions_;
+  std::atomic<bool> additions_pending_{false};
 };
 
 /// What the step driver needs. With `load`, it first loads the data and

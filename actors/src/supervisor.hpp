@@ -102,7 +102,7 @@ public:
              std::shared_ptr<data::dataset> train,
              std::shared_ptr<data::dataset> test,
              std::shared_ptr<job_control> control)
-    : sys_(sys), self_(sys), job_(job), devices_(devices),
+    : sys_(sys), self_(sys), job_(job), nodes_(job.nodes), devices_(devices),
       model_(std::move(model)), train_(std::move(train)),
       test_(std::move(test)), control_(std::move(control)),
       metrics_(job.metrics_path), progress_(job.progress),
@@ -128,8 +128,8 @@ private:
   }
   const fault_tolerance_options& ft() const { return job_.fault_tolerance; }
   std::string who(int d) const {
-    return d < static_cast<int>(job_.nodes.size()) ? job_.nodes[d]
-                                                   : "device " + std::to_string(d);
+    return d < static_cast<int>(nodes_.size()) ? nodes_[d]
+                                               : "device " + std::to_string(d);
   }
   std::string name_of(int d) const { return caps_[d].value("name", who(d)); }
   /// "host:port" of device `d`'s data plane; empty where it has none (an
@@ -284,10 +284,22 @@ private:
   /// this job's snapshots and are never admitted again. False when nobody
   /// left.
   bool remove_requested(int64_t step);
+  /// Adds the nodes the program asked to add at this boundary (no step
+  /// running): each is connected, linked with the live nodes (its links
+  /// measured when the job's were) and watched; then the state after the
+  /// last step is gathered and a fresh plan on the live devices deployed.
+  /// A node that cannot be added is reported ("add_refused"). False when
+  /// none was added.
+  bool add_requested(int64_t step);
+  /// Asks node `from` to open its connection to the node at `to`: error
+  /// text, empty on success.
+  std::string link(const device_actor& from, const std::string& to);
 
   caf::actor_system& sys_;
   caf::scoped_actor self_;
   const job_spec& job_;
+  /// "host:port" of each device: the job's nodes, then those added.
+  std::vector<std::string> nodes_;
   std::vector<device_actor> devices_;
   models::sequential_model model_;
   std::shared_ptr<data::dataset> train_;

@@ -27,6 +27,8 @@ struct supervisor_state {
   job_outcome_ptr outcome;
   /// What status replies (besides state and stop_requested).
   json progress = json::object();
+  /// Devices the step driver added to the job (records "added").
+  size_t added = 0;
 
   ~supervisor_state() {
     // The actor was terminated (an exit message; the step driver holds a
@@ -75,7 +77,9 @@ void finish(self_ptr self, job_outcome_ptr outcome) {
 /// Keeps what status reports from the step driver's records.
 void track(supervisor_state& st, const json& rec) {
   auto event = rec.value("event", std::string());
-  if (event == "start") {
+  if (event == "fault" && rec.value("fault", std::string()) == "added") {
+    st.added += rec.value("devices", json::array()).size();
+  } else if (event == "start") {
     st.progress["steps"] = rec.value("steps", int64_t{0});
   } else if (event == "iteration") {
     st.progress["step"] = rec.value("step", int64_t{0});
@@ -172,12 +176,27 @@ supervisor_fun(self_ptr self, std::shared_ptr<detail::job_inputs> inputs) {
       if (state == job_state::idle || is_final(state))
         return std::string("cannot remove a device from a job that is ")
                + to_string(state);
-      auto count = st.inputs->load ? st.inputs->job.nodes.size()
-                                   : st.inputs->devices.size();
+      auto count = (st.inputs->load ? st.inputs->job.nodes.size()
+                                    : st.inputs->devices.size())
+                   + st.added;
       if (device < 0 || static_cast<size_t>(device) >= count)
         return "no device " + std::to_string(device) + " in this job (it has "
                + std::to_string(count) + ")";
       st.control->request_removal(device);
+      return {};
+    },
+    [self](job_add_atom, const std::string& endpoint) -> std::string {
+      auto& st = self->state;
+      auto state = st.machine.state();
+      if (state == job_state::idle || is_final(state))
+        return std::string("cannot add a node to a job that is ")
+               + to_string(state);
+      try {
+        parse_endpoint(endpoint);
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      st.control->request_addition(endpoint);
       return {};
     },
     [self](job_event_atom, const std::string& text) {

@@ -180,9 +180,9 @@ void supervisor::link_nodes() {
   auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
   for (size_t d = 0; d < devices_.size(); ++d)
     for (size_t e = 0; e < devices_.size(); ++e) {
-      if (d == e || e >= job_.nodes.size() || d >= job_.nodes.size())
+      if (d == e || e >= nodes_.size() || d >= nodes_.size())
         continue;
-      auto [host, port] = parse_endpoint(job_.nodes[e]);
+      auto [host, port] = parse_endpoint(nodes_[e]);
       std::string err;
       self_->request(devices_[d], timeout, link_atom::value, host, port)
         .receive([&](std::string& s) { err = s; },
@@ -404,10 +404,10 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
 }
 
 std::string supervisor::data_endpoint(int d) const {
-  if (!job_.data_plane || d < 0 || d >= static_cast<int>(job_.nodes.size())
+  if (!job_.data_plane || d < 0 || d >= static_cast<int>(nodes_.size())
       || d >= static_cast<int>(caps_.size()))
     return {};
-  return actors::data_endpoint(job_.nodes[d], caps_[d].value("data_port", int64_t{0}));
+  return actors::data_endpoint(nodes_[d], caps_[d].value("data_port", int64_t{0}));
 }
 
 void supervisor::stop_replica(const replica_actor& r) {

@@ -107,7 +107,7 @@ planner::cluster supervisor::reported_cluster() const {
     specs.push_back({name_of(static_cast<int>(d)), "local",
                      reference / caps_[d].value("slowdown", 1.0),
                      caps_[d].value("memory_bytes", int64_t{4} << 30),
-                     d < job_.nodes.size() ? job_.nodes[d] : ""});
+                     d < nodes_.size() ? nodes_[d] : ""});
   return planner::cluster::uniform("job", specs, 1e9);
 }
 

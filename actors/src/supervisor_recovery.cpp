@@ -211,74 +211,6 @@ bool supervisor::plan_around_dead(bool rebalance, planner::plan& next,
   return true;
 }
 
-bool supervisor::remove_requested(int64_t step) {
-  if (!control_)
-    return false;
-  std::set<int> leaving;
-  std::vector<std::string> names;
-  for (int d : control_->take_removals()) {
-    if (d < 0 || d >= static_cast<int>(devices_.size()) || removed_.count(d))
-      continue;
-    if (dead_.count(d)) { // lost already: only never admitted again
-      removed_.insert(d);
-      returned_.erase(d);
-      closed_.erase(d);
-      continue;
-    }
-    leaving.insert(d);
-    names.push_back(name_of(d));
-  }
-  if (leaving.empty())
-    return false;
-  if (dead_.size() + leaving.size() >= devices_.size()) {
-    fault_event("remove_refused",
-                {{"step", step}, {"nodes", names},
-                 {"reason", "no device would be left to train on"}});
-    return false;
-  }
-  auto t_begin = clock::now();
-  enter(job_state::recovering);
-  for (int d : leaving) {
-    removed_.insert(d);
-    dead_.insert(d);
-    reported_lost_.insert(d); // removed, not lost: no later "lost" names it
-    if (!heartbeats_.dead(d))
-      heartbeats_.mark_dead(d);
-    self_->demonitor(devices_[d]->address());
-  }
-  // The state after the last completed step, from the replicas (the
-  // leaving device's too: nothing is lost).
-  state_source src;
-  src.version = step;
-  src.full = gather_full_state();
-  ++generation_;
-  std::vector<std::string> changes;
-  std::string mode = "patch";
-  deploy_surviving(
-    [&]() -> std::pair<planner::plan, state_source> {
-      planner::plan next;
-      mode = plan_around_dead(ft().recovery != "replay_no_rebalance", next, changes)
-               ? "replan(threshold)"
-               : "patch";
-      check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
-      return {next, src};
-    },
-    step);
-  // The node stays up for other jobs; this job's snapshots leave with it.
-  for (int d : leaving)
-    self_->send(devices_[d], forget_atom::value);
-  fault_event("removed", {{"step", step},
-                          {"nodes", names},
-                          {"mode", mode},
-                          {"recover_s", seconds_between(t_begin, clock::now())},
-                          {"stages", plan_.num_stages()},
-                          {"plan", json(plan_)},
-                          {"kept", kept_},
-                          {"changes", changes}});
-  enter(job_state::running);
-  return true;
-}
-
 void supervisor::replan_at_boundary(int64_t step, const std::string& event,
                                     json rec) {
   auto t_begin = clock::now();
@@ -312,11 +244,11 @@ void supervisor::reconnect_closed() {
   next_reconnect_ = now + std::chrono::seconds(1);
   for (int d : std::set<int>(closed_)) {
     if (!dead_.count(d) || removed_.count(d)
-        || d >= static_cast<int>(job_.nodes.size()))
+        || d >= static_cast<int>(nodes_.size()))
       continue;
     device_actor handle;
     try {
-      auto [host, port] = parse_endpoint(job_.nodes[d]);
+      auto [host, port] = parse_endpoint(nodes_[d]);
       handle = connect_device(sys_, host, port, milliseconds(300));
     } catch (const std::exception&) {
       continue; // not back yet
@@ -332,20 +264,10 @@ void supervisor::reconnect_closed() {
     caps_[d] = json::parse(text);
     // Direct links between the new process and every live node.
     bool linked = true;
-    auto link = [&](int from, int to) {
-      auto [host, port] = parse_endpoint(job_.nodes[to]);
-      std::string e;
-      self_->request(devices_[from], heartbeats_.tolerance() + std::chrono::seconds(5),
-                     link_atom::value, host, port)
-        .receive([&](std::string& x) { e = x; },
-                 [&](caf::error& x) { e = sys_.render(x); });
-      linked = linked && e.empty();
-    };
     for (size_t e = 0; e < devices_.size(); ++e)
-      if (static_cast<int>(e) != d && !dead_.count(static_cast<int>(e))) {
-        link(d, static_cast<int>(e));
-        link(static_cast<int>(e), d);
-      }
+      if (static_cast<int>(e) != d && !dead_.count(static_cast<int>(e)))
+        linked = linked && link(devices_[d], nodes_[e]).empty()
+                 && link(devices_[e], nodes_[d]).empty();
     if (!linked)
       continue;
     closed_.erase(d);

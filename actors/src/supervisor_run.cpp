@@ -20,10 +20,10 @@ job_result supervisor::run() {
   forget_snapshots();
   speed_scale_.assign(devices_.size(), 1.0);
   if (!job_.plan && job_.measure_links
-      && job_.nodes.size() == devices_.size()) {
+      && nodes_.size() == devices_.size()) {
     link_probe_options lp;
     lp.timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
-    links_ = measure_cluster(sys_, devices_, job_.nodes,
+    links_ = measure_cluster(sys_, devices_, nodes_,
                              std::max(job_.profile_node, 0), lp);
     if (job_.profile_node < 0) // profiled here, at slowdown 1
       for (size_t d = 0; d < devices_.size(); ++d)
@@ -106,8 +106,10 @@ job_result supervisor::run() {
           && step != checkpoint_step_)
         save_checkpoint(step);
       const bool started_early = started_ahead(step);
-      if (!started_early)
+      if (!started_early) {
         remove_requested(step);
+        add_requested(step);
+      }
       rejoin(step, !started_early);
       // A step started ahead began when its replicas finished the last one:
       // its time runs from there, so the steps' times add up to the run's.

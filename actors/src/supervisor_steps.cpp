@@ -270,7 +270,8 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
 
 bool supervisor::may_run_ahead(int64_t next) {
   if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next()
-      || stop_requested() || (control_ && control_->removals_pending()))
+      || stop_requested()
+      || (control_ && (control_->removals_pending() || control_->additions_pending())))
     return false;
   if (ft().recovery == "restart" && next % ft().checkpoint_every == 0
       && next != checkpoint_step_)

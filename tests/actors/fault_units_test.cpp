@@ -54,6 +54,24 @@ TEST_CASE("heartbeat_monitor: ignores answers it never asked for, catches up "
                     Catch::Contains("interval"));
 }
 
+TEST_CASE("heartbeat_monitor: a device added mid-job is watched from then on") {
+  actors::heartbeat_monitor hb{2, 100ms, 2};
+  auto t = actors::heartbeat_monitor::clock::time_point{} + 1h;
+  hb.reset(t);
+  auto round = hb.pinged(t);
+  hb.answered(0, round, t + 10ms);
+  hb.answered(1, round, t + 10ms);
+  CHECK(hb.add_device(t + 150ms) == 2);
+  CHECK(hb.size() == 3);
+  CHECK_FALSE(hb.dead(2));
+  round = hb.pinged(t + 150ms);
+  hb.answered(0, round, t + 160ms);
+  hb.answered(1, round, t + 160ms);
+  // Silent since it was added (t + 150 ms): dead after the tolerance.
+  CHECK(hb.newly_dead(t + 340ms).empty());
+  CHECK(hb.newly_dead(t + 351ms) == std::vector<int>{2});
+}
+
 TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
           "bad keys") {
   torch::manual_seed(1);

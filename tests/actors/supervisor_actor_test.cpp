@@ -326,3 +326,136 @@ TEST_CASE("terminating the supervisor actor stops its job at the next step "
   CHECK(done["steps"].get<int64_t>() >= 3);
   CHECK(done["steps"].get<int64_t>() < 40);
 }
+
+TEST_CASE("adding a node to a job that cannot plan with it is refused with a "
+          "record, and the job runs to its end (mlp, fixed plan, in-process "
+          "devices)") {
+  auto train = synthetic(16 * 20);
+  auto job = two_stage_mlp(20);
+  in_process env{3, 10.0}; // the request arrives mid-job (see the stop test)
+  auto sup = spawn_for(env, job, train);
+  caf::scoped_actor self{*env.sys};
+  auto add = [&](const std::string& endpoint) {
+    std::string error;
+    self->request(sup, std::chrono::seconds(10), actors::job_add_atom::value, endpoint)
+      .receive([&](const std::string& e) { error = e; },
+               [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+    return error;
+  };
+  CHECK(add("127.0.0.1:27399").find("idle") != std::string::npos); // not started
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  json refused;
+  std::string last;
+  while (last != "finished" && last != "failed") {
+    auto ev = next_event(self);
+    if (ev["event"] == "state") {
+      last = ev["state"];
+    } else if (ev["event"] == "iteration" && ev["step"] == 2) {
+      CHECK(add("no-port-here").find("no-port-here") != std::string::npos);
+      CHECK(add("127.0.0.1:27399") == "");
+    } else if (ev["event"] == "fault" && ev["fault"] == "add_refused") {
+      refused = ev;
+    }
+  }
+  CHECK(last == "finished");
+  REQUIRE(refused.is_object());
+  CHECK(refused["endpoint"] == "127.0.0.1:27399");
+  CHECK(refused["reason"].get<std::string>().find("fixed plan") != std::string::npos);
+  auto r = actors::await_job(*env.sys, sup);
+  CHECK(r.steps == 20);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+}
+
+TEST_CASE("a node added by message joins at a step boundary: its links are "
+          "measured, the planner puts it to work, and the weights equal "
+          "single-device training (mlp, planner, 3 processes)") {
+  // Nodes 0 and 1 run the job, emulated 4x slower than node 2, which is
+  // added after the third step: a plan that leaves the fastest device idle
+  // is never the planner's best.
+  auto opts = cluster_options(3, 27390);
+  opts.slowdowns = {4.0, 4.0, 1.0};
+  actors::local_cluster cluster{opts};
+  auto job = base_job("mlp", make_plan(16, 2, {}));
+  job.plan.reset();
+  job.planner = "asteroid";
+  job.max_steps = 20;
+  job.nodes = {cluster.endpoints()[0], cluster.endpoints()[1]};
+  auto train = synthetic(16 * 20);
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
+  auto sup = actors::spawn_supervisor(sys, job, devices,
+                                      fresh_model(job.model, job.seed), train,
+                                      nullptr);
+  caf::scoped_actor self{sys};
+  auto add = [&](const std::string& endpoint) {
+    std::string error;
+    self->request(sup, std::chrono::seconds(10), actors::job_add_atom::value, endpoint)
+      .receive([&](const std::string& e) { error = e; },
+               [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+    return error;
+  };
+  subscribe(self, sup);
+  self->send(sup, actors::job_start_atom::value);
+  json added, refused;
+  std::vector<json> iterations;
+  std::string last;
+  while (last != "finished" && last != "failed") {
+    auto ev = next_event(self);
+    if (ev["event"] == "state") {
+      last = ev["state"];
+    } else if (ev["event"] == "iteration") {
+      iterations.push_back(ev);
+      if (ev["step"] == 3) {
+        CHECK(add(cluster.endpoints()[2]) == "");
+        CHECK(add(cluster.endpoints()[0]) == ""); // refused at the boundary
+      }
+    } else if (ev["event"] == "fault" && ev["fault"] == "added") {
+      added = ev;
+      // The supervisor counts the new device among the job's.
+      std::string error;
+      self->request(sup, std::chrono::seconds(10), actors::job_remove_atom::value,
+                    int32_t{3})
+        .receive([&](const std::string& e) { error = e; },
+                 [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+      CHECK(error == "no device 3 in this job (it has 3)");
+    } else if (ev["event"] == "fault" && ev["fault"] == "add_refused") {
+      refused = ev;
+    }
+  }
+  REQUIRE(last == "finished");
+  auto r = actors::await_job(sys, sup);
+  CHECK(r.steps == 20);
+  REQUIRE(added.is_object());
+  CHECK(added["devices"] == json::array({2}));
+  CHECK(added["nodes"] == json::array({"node2"}));
+  REQUIRE(refused.is_object());
+  CHECK(refused["endpoint"] == cluster.endpoints()[0]);
+  CHECK(refused["reason"] == "already one of the job's nodes");
+  // Every step after the addition has a replica on node2, none before.
+  auto on_node2 = [](const json& it) {
+    for (auto& rep : it["replicas"])
+      if (rep["replica"].get<std::string>().find("@node2") != std::string::npos)
+        return true;
+    return false;
+  };
+  REQUIRE(iterations.size() == 20);
+  const auto at = added["step"].get<size_t>();
+  CHECK(at >= 3);
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    INFO("step " << i);
+    CHECK(on_node2(iterations[i]) == (i >= at));
+  }
+  bool in_plan = false;
+  for (auto& st : r.plan.stages)
+    for (int d : st.devices)
+      in_plan |= d == 2;
+  CHECK(in_plan);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+}

@@ -49,6 +49,10 @@ public:
   bool dead(int d) const { return dead_.at(static_cast<size_t>(d)); }
   /// Brings `d` back (a node that re-joined).
   void revive(int d, clock::time_point now);
+  /// Watches one more device (a node added to the job), alive and seen
+  /// `now`; returns its index.
+  int add_device(clock::time_point now);
+  int size() const { return static_cast<int>(dead_.size()); }
   /// When `d` last answered.
   clock::time_point last_seen(int d) const {
     return last_seen_.at(static_cast<size_t>(d));

@@ -34,6 +34,17 @@
 ///   their layers keep running), it forgets the job's snapshots and is not
 ///   admitted again. Refused before start, after the end, for an index out
 ///   of range, and (event "remove_refused") when no device would be left.
+/// - `ast_jadd, string endpoint` -> error text ("": accepted): adds the node
+///   at "host:port" (`asteroid node --listen`) at the next step boundary:
+///   the supervisor connects to it, reads its capabilities, links it with
+///   every live node (and measures those links when the job measured its
+///   links), the state after the last step is gathered and a fresh plan on
+///   the live devices, the new one included, is deployed (event "added",
+///   with the new device's index). Refused at once before start, after the
+///   end, for text that is not host:port; at the boundary (event
+///   "add_refused", the job runs on) when the job cannot plan (a fixed plan
+///   and no planner or profile), the endpoint is already one of the job's
+///   nodes, or the node cannot be reached or linked.
 /// The job also stops at its next step boundary when the supervisor actor is
 /// terminated (an exit message). Dropping the program's handle does not end
 /// it: the step driver holds one until the job is final.
@@ -58,6 +69,7 @@ using job_event_atom = caf::atom_constant<caf::atom("ast_jevent")>;
 using job_await_atom = caf::atom_constant<caf::atom("ast_jwait")>;
 using job_outcome_atom = caf::atom_constant<caf::atom("ast_jdone")>;
 using job_remove_atom = caf::atom_constant<caf::atom("ast_jdrop")>;
+using job_add_atom = caf::atom_constant<caf::atom("ast_jadd")>;
 
 /// How a job ended.
 struct job_outcome {
@@ -84,6 +96,7 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<job_subscribe_atom, caf::actor>,
   caf::replies_to<job_await_atom>::with<job_outcome_ptr>,
   caf::replies_to<job_remove_atom, int32_t>::with<std::string>,
+  caf::replies_to<job_add_atom, std::string>::with<std::string>,
   /// From the supervisor's own step driver (others are logged and
   /// dropped): a metrics record or a change of state, as JSON text ...
   caf::reacts_to<job_event_atom, std::string>,
