@@ -229,9 +229,10 @@ private:
   /// Where every micro-batch still in the pipeline is, asked of its actor
   /// (micro_batch_progress::where); those that finished are not listed.
   json micro_batches_in_flight();
-  /// Step `step` is done: its micro-batch actors have quit or quit with
-  /// the reports still on their way, so they are forgotten.
-  void forget_micro_batches(int64_t step) { micro_batches_.erase(step); }
+  /// Step `step` is done: every pass of it has been reported, so its
+  /// micro-batch actors have quit or are about to; they are stopped anyway,
+  /// so that one a report never reached does not outlive its step.
+  void forget_micro_batches(int64_t step);
   void stop_micro_batches();
   void ping_all(clock::time_point now);
   /// A device answered heartbeat `seq` (round * 4096 + device).

@@ -64,6 +64,15 @@ json supervisor::micro_batches_in_flight() {
   return out;
 }
 
+void supervisor::forget_micro_batches(int64_t step) {
+  auto it = micro_batches_.find(step);
+  if (it == micro_batches_.end())
+    return;
+  for (auto& m : it->second)
+    caf::anon_send(m, stop_atom::value);
+  micro_batches_.erase(it);
+}
+
 void supervisor::stop_micro_batches() {
   for (auto& [step, actors] : micro_batches_)
     for (auto& m : actors)
