@@ -53,6 +53,16 @@ void subscribe(caf::scoped_actor& self, const actors::supervisor_actor& sup) {
              caf::actor_cast<caf::actor>(self));
 }
 
+/// Asks `sup` to add the node at `endpoint`: its error text ("" accepted).
+std::string add_node(caf::scoped_actor& self, const actors::supervisor_actor& sup,
+                     const std::string& endpoint) {
+  std::string error;
+  self->request(sup, std::chrono::seconds(10), actors::job_add_atom::value, endpoint)
+    .receive([&](const std::string& e) { error = e; },
+             [&](const caf::error& e) { FAIL(caf::to_string(e)); });
+  return error;
+}
+
 actors::job_spec two_stage_mlp(int64_t steps) {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2}, {8}}}));
@@ -335,13 +345,7 @@ TEST_CASE("adding a node to a job that cannot plan with it is refused with a "
   in_process env{3, 10.0}; // the request arrives mid-job (see the stop test)
   auto sup = spawn_for(env, job, train);
   caf::scoped_actor self{*env.sys};
-  auto add = [&](const std::string& endpoint) {
-    std::string error;
-    self->request(sup, std::chrono::seconds(10), actors::job_add_atom::value, endpoint)
-      .receive([&](const std::string& e) { error = e; },
-               [&](const caf::error& e) { FAIL(caf::to_string(e)); });
-    return error;
-  };
+  auto add = [&](const std::string& endpoint) { return add_node(self, sup, endpoint); };
   CHECK(add("127.0.0.1:27399").find("idle") != std::string::npos); // not started
   subscribe(self, sup);
   self->send(sup, actors::job_start_atom::value);
@@ -392,13 +396,7 @@ TEST_CASE("a node added by message joins at a step boundary: its links are "
                                       fresh_model(job.model, job.seed), train,
                                       nullptr);
   caf::scoped_actor self{sys};
-  auto add = [&](const std::string& endpoint) {
-    std::string error;
-    self->request(sup, std::chrono::seconds(10), actors::job_add_atom::value, endpoint)
-      .receive([&](const std::string& e) { error = e; },
-               [&](const caf::error& e) { FAIL(caf::to_string(e)); });
-    return error;
-  };
+  auto add = [&](const std::string& endpoint) { return add_node(self, sup, endpoint); };
   subscribe(self, sup);
   self->send(sup, actors::job_start_atom::value);
   json added, refused;
