@@ -227,7 +227,7 @@ TEST_CASE("every schedule is valid and deadlock-free for P 1..6, M 1..12") {
   }
 }
 
-TEST_CASE("1F1B needs asynchronous sends; GPipe does not") {
+TEST_CASE("1F1B needs asynchronous sends, GPipe does not") {
   // With blocking sends, stage 0 sends mb=1's activation while stage 1 sends
   // mb=0's gradient: each waits for the other. The runtime's mailboxes make
   // sends asynchronous, which is the semantics the schedules are built for.

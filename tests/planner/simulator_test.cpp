@@ -240,7 +240,7 @@ TEST_CASE("peak in-flight micro-batches: GPipe M, 1F1B min(P-s, M)") {
   }
 }
 
-TEST_CASE("replicas: the slowest share gates the transfer; all-reduce is "
+TEST_CASE("replicas: the slowest share gates the transfer, and all-reduce is "
           "collective") {
   // s0: r0 F=1 B=1, r1 F=2 B=1, all-reduce 0.25; link 0.5 each way; s1 F=B=1.
   // r1's F0 ends at 2, the merged activation arrives at 2.5, s1 runs F0
