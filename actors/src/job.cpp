@@ -65,12 +65,16 @@ job_result run_job(caf::actor_system& sys, const job_spec& job,
 }
 
 job_result run_job(const job_spec& job) {
+  return run_job(job, nullptr);
+}
+
+job_result run_job(const job_spec& job, const std::function<bool()>& stop_wanted) {
   caf::actor_system_config cfg;
   configure(cfg);
   caf::actor_system sys{cfg};
   auto sup = spawn_supervisor(sys, job);
   caf::anon_send(sup, job_start_atom::value);
-  return await_job(sys, sup);
+  return stop_wanted ? await_job(sys, sup, stop_wanted) : await_job(sys, sup);
 }
 
 job_result run_job_file(const std::string& path) {

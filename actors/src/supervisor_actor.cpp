@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace asteroid::actors {
 
@@ -265,6 +266,35 @@ job_result await_job(caf::actor_system& sys, const supervisor_actor& sup) {
   if (outcome->state == job_state::failed)
     std::rethrow_exception(outcome->error);
   return outcome->result;
+}
+
+job_result await_job(caf::actor_system& sys, const supervisor_actor& sup,
+                     const std::function<bool()>& stop_wanted,
+                     std::chrono::milliseconds poll) {
+  // Status requests, not an await with a timeout: each timed-out await
+  // would leave a promise behind in the supervisor actor.
+  caf::scoped_actor self{sys};
+  bool stop_sent = false;
+  for (;;) {
+    if (!stop_sent && stop_wanted && stop_wanted()) {
+      self->send(sup, job_stop_atom::value);
+      stop_sent = true;
+    }
+    std::string state, failure;
+    self->request(sup, std::chrono::seconds(30), job_status_atom::value)
+      .receive(
+        [&](const std::string& text) {
+          state = json::parse(text).value("state", std::string());
+        },
+        [&](const caf::error& e) {
+          failure = "the supervisor actor did not answer: " + sys.render(e);
+        });
+    if (!failure.empty())
+      throw std::runtime_error(failure);
+    if (auto s = job_state_from_string(state); s && is_final(*s))
+      return await_job(sys, sup);
+    std::this_thread::sleep_for(poll);
+  }
 }
 
 } // namespace asteroid::actors

@@ -1,5 +1,6 @@
 // `asteroid node` (one device) and `asteroid cluster` (N local devices).
 #include "commands.hpp"
+#include "job_signals.hpp"
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -34,6 +36,14 @@ std::vector<T> parse_list(const std::string& text, const char* what,
                                   + "': " + e.what());
     }
   return out;
+}
+
+void print_nodes(const actors::local_cluster& cluster) {
+  for (size_t i = 0; i < cluster.endpoints().size(); ++i)
+    std::printf("node%zu: %s (pid %d, log %s)\n", i,
+                cluster.endpoints()[i].c_str(), cluster.pids()[i],
+                cluster.log_path(static_cast<int>(i)).c_str());
+  std::fflush(stdout);
 }
 
 double to_double(const std::string& s) { return std::stod(s); }
@@ -129,24 +139,25 @@ void add_cluster_command(CLI::App& app) {
       o->memory = parse_list<int64_t>(*memory, "--memory", &to_memory);
     std::signal(SIGINT, on_cluster_signal);
     std::signal(SIGTERM, on_cluster_signal);
-    actors::local_cluster cluster{*o};
-    for (size_t i = 0; i < cluster.endpoints().size(); ++i)
-      std::printf("node%zu: %s (pid %d, log %s)\n", i,
-                  cluster.endpoints()[i].c_str(), cluster.pids()[i],
-                  cluster.log_path(static_cast<int>(i)).c_str());
-    std::fflush(stdout);
     if (!job->empty()) {
-      auto spec = actors::load_job_file(*job);
-      spec.nodes = cluster.endpoints();
-      if (spec.progress < 0)
-        spec.progress = 1;
-      auto r = actors::run_job(spec);
-      std::printf("job done: %lld steps in %.1f s, %.1f samples/s, loss "
-                  "%.4f, test accuracy %.2f%%\n",
-                  static_cast<long long>(r.steps), r.seconds, r.samples_per_s,
-                  r.last_loss, r.test.accuracy * 100);
+      int code = 0;
+      { // the nodes stop (and their temporary logs go) before the exit
+        actors::local_cluster cluster{*o};
+        print_nodes(cluster);
+        auto spec = actors::load_job_file(*job);
+        spec.nodes = cluster.endpoints();
+        if (spec.progress < 0)
+          spec.progress = 1;
+        // A signal while the nodes started: no job.
+        code = cluster_signal ? 128 + cluster_signal.load()
+                              : run_job_with_signals(spec);
+      }
+      if (code)
+        std::exit(code); // stopped by a signal: 128 + the signal
       return;
     }
+    actors::local_cluster cluster{*o};
+    print_nodes(cluster);
     std::printf("cluster running; Ctrl-C stops it\n");
     std::fflush(stdout);
     while (cluster_signal == 0)

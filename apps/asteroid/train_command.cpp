@@ -3,6 +3,7 @@
 #include "asteroid/training/trainer.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace asteroid::apps {
@@ -89,7 +90,8 @@ void add_train_command(CLI::App& app) {
     ->capture_default_str();
   cmd->callback([o, optimizer, no_eval, width, config] {
     if (!config->empty()) {
-      run_job_file(*config);
+      if (auto code = run_job_file(*config))
+        std::exit(code); // stopped by a signal: 128 + the signal
       return;
     }
     o->optimizer.kind = training::parse_optimizer(*optimizer);

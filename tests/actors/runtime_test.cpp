@@ -604,3 +604,102 @@ TEST_CASE("asteroid cluster stops its nodes on SIGTERM, and they die with it "
   }
   CHECK(gone);
 }
+
+TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
+          "running step and exits 128 + the signal, and a second signal ends it "
+          "at once, nodes included") {
+  auto signal = GENERATE(SIGINT, SIGTERM);
+  auto twice = GENERATE(false, true);
+  INFO("signal " << signal << (twice ? ", twice" : ", once"));
+  const std::string dir = std::string(ASTEROID_TEST_TMP) + "/actors-job-signal-27375-"
+                          + std::to_string(signal) + (twice ? "-twice" : "-once");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto metrics = dir + "/metrics.jsonl";
+  // Far more steps than the test waits for.
+  json job{{"model", "mlp"},           {"dataset", "synthetic-images"},
+           {"synthetic_count", 512},   {"batch_size", 32},
+           {"micro_batches", 2},       {"lr", 0.05},
+           {"epochs", 100000},         {"max_steps", 100000},
+           {"nodes", {"replaced:1", "replaced:2"}},
+           {"plan", {{"planner", "hand"}, {"batch_size", 32}, {"micro_batches", 2},
+                     {"stages", {{{"first_layer", 0}, {"end_layer", 2},
+                                  {"devices", {0}}, {"shares", {16}}},
+                                 {{"first_layer", 2}, {"end_layer", 3},
+                                  {"devices", {1}}, {"shares", {16}}}}}}},
+           {"metrics", metrics},       {"evaluate", false},
+           {"progress", 0}};
+  std::ofstream(dir + "/job.json") << job.dump();
+  auto pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto out = dir + "/out.log";
+    ::freopen(out.c_str(), "w", stdout);
+    ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "cluster", "--nodes", "2",
+            "--base-port", "27375", "--log-dir", (dir + "/logs").c_str(),
+            "--job", (dir + "/job.json").c_str(), nullptr);
+    std::_Exit(127);
+  }
+  auto count = [&](const std::string& event) {
+    std::istringstream lines{slurp(metrics)};
+    int n = 0;
+    for (std::string line; std::getline(lines, line);)
+      n += line.find("\"event\":\"" + event + "\"") != std::string::npos;
+    return n;
+  };
+  // Bounded wait for the job to be under way.
+  for (int i = 0; i < 600 && count("iteration") < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(count("iteration") >= 3);
+  ::kill(pid, signal);
+  if (twice)
+    ::kill(pid, signal);
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 600 && !exited; ++i) {
+    exited = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  REQUIRE(exited);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + signal);
+  if (!twice) {
+    // Stopped at a step boundary: its weights gathered, its last record says so.
+    REQUIRE(count("done") == 1);
+    std::istringstream lines{slurp(metrics)};
+    json done;
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("\"event\":\"done\"") != std::string::npos)
+        done = json::parse(line);
+    CHECK(done["stopped"] == true);
+    CHECK(done["steps"].get<int64_t>() >= 3);
+    CHECK(done["steps"].get<int64_t>() < 100000);
+    CHECK(slurp(dir + "/out.log").find(std::string("job stopped by ")
+                                       + (signal == SIGINT ? "SIGINT" : "SIGTERM"))
+          != std::string::npos);
+  }
+  // Either way the nodes are gone: nothing listens on their ports.
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto reachable = [&](uint16_t port) {
+    try {
+      actors::connect(sys, "127.0.0.1", port, std::chrono::milliseconds(500));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = !reachable(27375) && !reachable(27376);
+    if (!gone)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(gone);
+}

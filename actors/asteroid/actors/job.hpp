@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -176,6 +177,9 @@ void check_plan_fits(const planner::plan& p,
 /// connects to `job.nodes` (failing fast naming an unreachable one), runs;
 /// the same thin client, with its own actor system.
 job_result run_job(const job_spec& job);
+/// As run_job(job), and stops the job (after its running step) once
+/// `stop_wanted` returns true; it is asked every 100 ms (await_job).
+job_result run_job(const job_spec& job, const std::function<bool()>& stop_wanted);
 job_result run_job_file(const std::string& path);
 
 } // namespace asteroid::actors

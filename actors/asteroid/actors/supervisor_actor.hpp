@@ -54,7 +54,9 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
+#include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,5 +122,13 @@ supervisor_actor spawn_supervisor(caf::actor_system& sys, job_spec job);
 /// Waits for `sup`'s job to end (a program's edge: this blocks the calling
 /// thread) and returns its result, or throws what failed it.
 job_result await_job(caf::actor_system& sys, const supervisor_actor& sup);
+
+/// As await_job, and asks `stop_wanted` every `poll` while the job runs: the
+/// first time it returns true the job is sent a stop (`ast_jstop`: it ends
+/// after the running step, `result.stopped`). For a program's edge that
+/// turns Ctrl-C into a stop (`asteroid job`, `asteroid cluster --job`).
+job_result await_job(caf::actor_system& sys, const supervisor_actor& sup,
+                     const std::function<bool()>& stop_wanted,
+                     std::chrono::milliseconds poll = std::chrono::milliseconds(100));
 
 } // namespace asteroid::actors

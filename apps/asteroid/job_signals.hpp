@@ -1,0 +1,15 @@
+#pragma once
+// Ctrl-C and SIGTERM while a job runs from the command line (`asteroid job`,
+// `asteroid cluster --job`).
+#include "asteroid/actors/job.hpp"
+
+namespace asteroid::apps {
+
+/// Runs `job` and prints its result line. While it runs, the first SIGINT or
+/// SIGTERM stops it after its running step (the weights are gathered and, if
+/// the job evaluates, evaluated, as at its end); a second one ends the
+/// process at once. The previous handlers are restored after. Returns the
+/// exit code: 0, or 128 + the signal when a signal stopped the job.
+int run_job_with_signals(const actors::job_spec& job);
+
+} // namespace asteroid::apps
