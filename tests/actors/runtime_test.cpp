@@ -39,6 +39,45 @@ actors::job_result run_in_process(const actors::job_spec& job, int devices,
                          fresh_model(job.model, job.seed), train, nullptr);
 }
 
+/// Waits up to `seconds` for child `pid` to exit; SIGKILLs it if it does
+/// not. Returns whether it exited by itself, its wait status in `status`.
+bool exits_within(pid_t pid, int seconds, int& status) {
+  bool exited = false;
+  for (int i = 0; i < 10 * seconds && !exited; ++i) {
+    exited = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  return exited;
+}
+
+/// Whether a CAF handshake with 127.0.0.1:`port` succeeds within 500 ms.
+bool reachable(caf::actor_system& sys, uint16_t port) {
+  try {
+    actors::connect(sys, "127.0.0.1", port, std::chrono::milliseconds(500));
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+/// Whether nothing listens on `ports` any more, within 2 s.
+bool all_closed(caf::actor_system& sys, std::initializer_list<uint16_t> ports) {
+  for (int i = 0; i < 20; ++i) {
+    bool open = false;
+    for (auto p : ports)
+      open = open || reachable(sys, p);
+    if (!open)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 } // namespace
 
 TEST_CASE("in-process HPP matches single-device training (mlp, unequal "
@@ -566,43 +605,19 @@ TEST_CASE("asteroid cluster stops its nodes on SIGTERM, and they die with it "
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  auto reachable = [&](uint16_t port) {
-    try {
-      actors::connect(sys, "127.0.0.1", port, std::chrono::milliseconds(500));
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
   bool up = false;
   for (int i = 0; i < 100 && !up; ++i) {
-    up = reachable(27370) && reachable(27371);
+    up = reachable(sys, 27370) && reachable(sys, 27371);
     if (!up)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   CHECK(up);
   ::kill(pid, signal);
   int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 100 && !exited; ++i) {
-    exited = ::waitpid(pid, &status, WNOHANG) == pid;
-    if (!exited)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  CHECK(exited);
+  CHECK(exits_within(pid, 10, status));
   // The nodes went with it: nothing listens on their ports any more. After
   // SIGKILL nobody stops them; the kernel's parent-death signal does.
-  bool gone = false;
-  for (int i = 0; i < 20 && !gone; ++i) {
-    gone = !reachable(27370) && !reachable(27371);
-    if (!gone)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  CHECK(gone);
+  CHECK(all_closed(sys, {27370, 27371}));
 }
 
 TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
@@ -655,17 +670,8 @@ TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
   if (twice)
     ::kill(pid, signal);
   int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 600 && !exited; ++i) {
-    exited = ::waitpid(pid, &status, WNOHANG) == pid;
-    if (!exited)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  REQUIRE(exited);
+  // A stop waits for the running step and the nodes' exit (SIGKILL after 3 s).
+  REQUIRE(exits_within(pid, 60, status));
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + signal);
   if (!twice) {
@@ -687,19 +693,5 @@ TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};
-  auto reachable = [&](uint16_t port) {
-    try {
-      actors::connect(sys, "127.0.0.1", port, std::chrono::milliseconds(500));
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
-  bool gone = false;
-  for (int i = 0; i < 50 && !gone; ++i) {
-    gone = !reachable(27375) && !reachable(27376);
-    if (!gone)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  CHECK(gone);
+  CHECK(all_closed(sys, {27375, 27376}));
 }
