@@ -11,6 +11,7 @@
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage.hpp"
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/model_profile.hpp"
 #include "asteroid/planner/chrome_trace.hpp"
@@ -192,17 +193,20 @@ private:
   template <class... Reply, class Handle, class... Ts>
   caf::message ask(int d, const Handle& to, milliseconds timeout,
                    const std::string& what, const Ts&... xs);
+  /// ask() without the send: waits for `to`'s answer to a message already
+  /// sent. `d` is the device `to` belongs to, -1 for a stage actor.
+  template <class... Reply, class Handle>
+  caf::message await_reply(int d, const Handle& to, milliseconds timeout,
+                           const std::string& what);
   /// The running replica that can serve stage `st` on device `d` in the
   /// next deployment: one of the same layers on that device, whose node
   /// holds the snapshot it would roll back to.
   std::optional<replica_ref> keepable(const planner::stage_plan& st, int d,
                                       const state_source& src) const;
-  /// Waits (bounded) for the replies to asks that a loss interrupted, so
-  /// that no later ask takes one for its own, and stops the replicas that
-  /// late deploy replies name.
+  /// Waits (bounded) for the replies to fetches that a loss interrupted, so
+  /// that no later ask takes one for its own.
   void settle_abandoned(int64_t step);
-  /// Stops `r` and no longer watches it.
-  void stop_replica(const replica_actor& r);
+  /// Stops every stage actor, and with them their replicas.
   void stop_replicas();
   std::map<int, json> inventories();
   serialization::named_tensors fetch_full_state(
@@ -338,7 +342,14 @@ private:
     int64_t step = -1;
     std::vector<json> reports;
   } early_;
+  /// The running replicas by stage, as their stage actors reported them
+  /// (the step loop addresses them directly).
   std::vector<std::vector<replica_ref>> stages_;
+  /// The stage actors of the running plan, by layer range [first, end).
+  std::map<std::pair<int, int>, stage_actor> stage_actors_;
+  /// The last deployment's stage actors ({"stage", "layers", "actor",
+  /// "reused"}: reused when the range kept its actor).
+  json stage_actors_record_ = json::array();
   /// The current generation's micro-batch actors, by step, then micro-batch.
   std::map<int64_t, std::vector<micro_batch_actor>> micro_batches_;
   /// Replicas the last deployment kept running ({"replica", "actor",

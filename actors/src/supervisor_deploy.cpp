@@ -7,6 +7,7 @@
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/stage.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/json_io.hpp"
@@ -41,14 +42,20 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
 template <class... Reply, class Handle, class... Ts>
 caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
                              const std::string& what, const Ts&... xs) {
-  // A plain send: the node's answer comes back as an ordinary message, so
-  // one receive sees it and a down message alike. Heartbeats go on
-  // meanwhile: a node that hangs (SIGSTOP, a silent cut) keeps its
-  // connection open, and without them a deployment would wait for the
-  // whole timeout and then fail the job. Nodes answer heartbeats while they
-  // build a replica (node.cpp), so a busy node is not taken for a hung one.
-  auto from = caf::actor_cast<caf::strong_actor_ptr>(to);
   self_->send(to, xs...);
+  return await_reply<Reply...>(d, to, timeout, what);
+}
+
+template <class... Reply, class Handle>
+caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeout,
+                                     const std::string& what) {
+  // A plain send: the answer comes back as an ordinary message, so one
+  // receive sees it and a down message alike. Heartbeats go on meanwhile:
+  // a node that hangs (SIGSTOP, a silent cut) keeps its connection open,
+  // and without them a deployment would wait for the whole timeout and
+  // then fail the job. Nodes answer heartbeats while they build a replica
+  // (device.cpp), so a busy node is not taken for a hung one.
+  auto from = caf::actor_cast<caf::strong_actor_ptr>(to);
   auto deadline = clock::now() + timeout;
   heartbeats_.catch_up(clock::now());
   std::optional<caf::message> reply;
@@ -57,8 +64,9 @@ caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
     auto now = clock::now();
     auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (left.count() <= 0)
-      throw std::runtime_error(what + ": no answer from node " + who(d) + " within "
-                               + std::to_string(timeout.count()) + " ms");
+      throw std::runtime_error(what + ": no answer"
+                               + (d >= 0 ? " from node " + who(d) : std::string{})
+                               + " within " + std::to_string(timeout.count()) + " ms");
     if (heartbeats_.due(now))
       ping_all(now);
     // Further silent devices stay marked in the monitor: drain_losses
@@ -90,7 +98,8 @@ caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
     if (gone.first >= 0) {
       // d's device still answers, later (a replica's answer needs no
       // waiting for: the replica is stopped with its deployment).
-      if (gone.first != d && from == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
+      if (d >= 0 && gone.first != d
+          && from == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
         ++abandoned_[d];
       throw device_lost(gone.first, what + ": node " + who(gone.first)
                                       + " was lost: " + gone.second);
@@ -121,22 +130,16 @@ void supervisor::settle_abandoned(int64_t step) {
           return;
         mark_lost(d, "lost_during_deployment", {{"step", step}, {"reason", why}});
       },
-      // Replies to deploy and fetch (the shapes ask() waits for).
+      // Replies to fetches (the shape ask() waits for); stage actors
+      // settle their own nodes' late deploy replies.
       caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
         int from = -1;
         for (auto& [d, n] : abandoned_)
           if (n > 0 && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
             from = d;
-        bool deployed = x.content().match_elements<std::string, caf::actor>();
-        if (from < 0
-            || !(deployed || x.content().match_elements<std::string, std::string>()))
+        if (from < 0 || !x.content().match_elements<std::string, std::string>())
           return caf::skip;
         --abandoned_[from];
-        if (deployed) {
-          auto orphan = x.content().get_as<caf::actor>(1);
-          if (orphan)
-            self_->send(orphan, stop_atom::value);
-        }
         return caf::message{};
       },
       caf::after(left) >> [] {});
@@ -166,10 +169,10 @@ state_source supervisor::deploy_surviving(
       plan_ = next;
       return src;
     } catch (const device_lost& e) {
-      stop_replicas();
       ++generation_; // what the half-deployed replicas still send is stale
       mark_lost(e.device, "lost_during_deployment",
                 {{"step", step}, {"reason", e.what()}});
+      stop_replicas(); // after mark_lost: no stage actor waits on that device
       settle_abandoned(step);
       drain_losses(step);
     }
@@ -243,31 +246,69 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   fed_step_.reset(); // new replicas hold no loads
   stop_micro_batches(); // the steps they tracked are fed again
   const auto P = p.num_stages();
-  // Replicas whose device survived and keeps its layers stay (same actor,
-  // same state); the others stop before anything new is built.
-  std::vector<std::vector<replica_ref>> next(P);
+  // Which running replicas may stay: their device survived and keeps their
+  // layers (their stage actor keeps them: same actor, same state).
+  std::vector<std::vector<bool>> keep(P);
   std::set<caf::actor_addr> staying;
   for (int s = 0; s < P; ++s)
-    for (size_t r = 0; r < p.stages[s].devices.size(); ++r) {
-      auto d = p.stages[s].devices[r];
+    for (auto d : p.stages[s].devices) {
       auto kept = keepable(p.stages[s], d, src);
-      if (kept && staying.insert(kept->handle.address()).second)
-        next[s].push_back({s, static_cast<int>(r), d, kept->handle});
-      else
-        next[s].push_back({s, static_cast<int>(r), d, replica_actor{}});
+      keep[s].push_back(kept && staying.insert(kept->handle.address()).second);
     }
+  // The supervisor watches replicas to tell a lost device (device_down);
+  // while their stage actors stop or rebuild some, it must not take that
+  // for a loss. The deployed replicas are watched again at the end.
   for (auto& st : stages_)
     for (auto& r : st)
-      if (r.handle && !staying.count(r.handle.address()))
-        stop_replica(r.handle);
+      if (r.handle)
+        self_->demonitor(r.handle.address());
+  // One stage actor per layer range: a range the new plan keeps keeps its
+  // actor (and the group it owns); the others stop, and their replicas
+  // with them, before anything new is built.
+  std::map<std::pair<int, int>, stage_actor> actors;
+  for (auto& st : p.stages) {
+    auto range = std::make_pair(st.first_layer, st.end_layer);
+    auto it = stage_actors_.find(range);
+    if (it != stage_actors_.end()) {
+      actors.emplace(range, it->second);
+      stage_actors_.erase(it);
+    }
+  }
+  for (auto& [range, a] : stage_actors_)
+    self_->send(a, stop_atom::value);
+  stage_actors_.clear();
+  stage_actors_record_ = json::array();
+  for (int s = 0; s < P; ++s) {
+    auto range = std::make_pair(p.stages[s].first_layer, p.stages[s].end_layer);
+    bool reused = actors.count(range) > 0;
+    if (!reused)
+      actors.emplace(range, spawn_stage(sys_, s, range.first, range.second));
+    stage_actors_record_.push_back(
+      {{"stage", s},
+       {"layers", range_key(range.first, range.second)},
+       {"actor", static_cast<int64_t>(actors.at(range).id())},
+       {"reused", reused}});
+  }
   // From here stop_replicas() reaches every replica of this deployment,
-  // kept or built, whatever interrupts it.
-  stages_ = next;
+  // kept or built, whatever interrupts it: the stage actors own them.
+  stage_actors_ = actors;
+  stages_.assign(P, {});
+  for (int s = 0; s < P; ++s)
+    for (size_t r = 0; r < p.stages[s].devices.size(); ++r)
+      stages_[s].push_back({s, static_cast<int>(r), p.stages[s].devices[r], replica_actor{}});
   kept_.clear();
   num_replicas_ = 0;
   auto window = job_.credit_window > 0 ? job_.credit_window : P + 1;
   auto timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(30);
-  int local = 0, shipped = 0;
+  // A node builds one replica at a time, so a build waits for those queued
+  // before it on the same node.
+  std::map<int, int> builds_on;
+  for (auto& st : p.stages)
+    for (auto d : st.devices)
+      ++builds_on[d];
+  int most_builds = 0;
+  for (auto& [d, n] : builds_on)
+    most_builds = std::max(most_builds, n);
   // Every replica's instructions, compiled and proven deadlock-free once per
   // deployment; a replica executes what it is shipped.
   auto streams = planner::compile_schedule(p, planner::find_schedule(job_.schedule));
@@ -275,18 +316,13 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   size_t next_stream = 0;
   for (int s = 0; s < P; ++s) {
     const auto& st = p.stages[s];
-    std::string shared_state; // encoded once per stage, when needed
-    auto stage_state = [&]() -> const std::string& {
-      if (shared_state.empty()) {
-        if (src.version < 0)
-          shared_state = serialization::encode_tensors(capture_stage_state(
-            model_, st.first_layer, st.end_layer, nullptr));
-        else
-          shared_state = serialization::encode_tensors(select_stage_state(
-            model_, st.first_layer, st.end_layer, src.full));
-      }
-      return shared_state;
-    };
+    stage_deployment dep;
+    dep.stage = s;
+    dep.first_layer = st.first_layer;
+    dep.end_layer = st.end_layer;
+    dep.version = src.version;
+    std::vector<caf::actor> member_devices;
+    bool ships = false;
     for (size_t r = 0; r < st.devices.size(); ++r) {
       replica_spec spec;
       spec.model = job_.model;
@@ -317,88 +353,102 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       auto d = st.devices[r];
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
                    + name_of(d);
-      auto spec_json = to_json(spec);
-      auto& slot = stages_[s][r];
       trace_.thread_names[{d, 100 * s + static_cast<int>(r)}]
         = "s" + std::to_string(s) + "r" + std::to_string(r);
-      ++num_replicas_;
-      if (slot.handle) {
-        auto what = "re-configuring " + spec.label;
-        auto reply = ask<std::string, int64_t>(d, slot.handle, timeout, what,
-                                               reconf_atom::value,
-                                               spec_json.dump(), src.version);
-        auto err = reply.get_as<std::string>(0);
-        if (err.empty()) {
-          kept_.push_back({{"replica", spec.label},
-                           {"actor", static_cast<int64_t>(slot.handle.id())},
-                           {"restored_version", reply.get_as<int64_t>(1)}});
-          continue;
-        }
-        // It could not stay (no snapshot to roll back to): build it anew.
-        spdlog::warn("{}; deploying a new replica instead", err);
-        stop_replica(slot.handle);
-        slot.handle = nullptr;
-      }
-      std::string state;
+      stage_member m;
+      m.replica = static_cast<int>(r);
+      m.device = d;
+      m.endpoint = data_endpoint(d);
+      m.spec = to_json(spec);
+      m.keep = keep[s][r];
+      // A replica built anew restores from its node's snapshots where the
+      // node holds its range at the version (nothing is transferred).
       auto inv = src.inventories.find(d);
       if (src.version >= 0 && inv != src.inventories.end()
-          && tiles(inv->second, st.first_layer, st.end_layer, src.version)) {
-        spec_json["restore_version"] = src.version;
-        ++local;
-      } else {
-        state = stage_state();
-        if (src.version >= 0)
-          ++shipped;
-      }
-      auto what = "deploying stage " + std::to_string(s) + " replica "
-                  + std::to_string(r) + " on node " + who(d);
-      auto reply = ask<std::string, caf::actor>(d, devices_[d], timeout, what,
-                                                deploy_atom::value,
-                                                spec_json.dump(), state);
-      auto err = reply.get_as<std::string>(0);
-      auto handle = caf::actor_cast<replica_actor>(reply.get_as<caf::actor>(1));
-      if (!err.empty() || !handle)
-        throw std::runtime_error(what + ": " + err);
-      self_->monitor(handle);
-      slot.handle = handle;
+          && tiles(inv->second, st.first_layer, st.end_layer, src.version))
+        m.restore_version = src.version;
+      else
+        ships = true;
+      m.build_timeout_ms = (timeout * builds_on[d]).count();
+      dep.members.push_back(std::move(m));
+      member_devices.push_back(caf::actor_cast<caf::actor>(devices_[d]));
+      ++num_replicas_;
     }
+    std::string state; // the stage's state, for members that need it shipped
+    if (ships) {
+      if (src.version < 0)
+        state = serialization::encode_tensors(capture_stage_state(
+          model_, st.first_layer, st.end_layer, nullptr));
+      else
+        state = serialization::encode_tensors(select_stage_state(
+          model_, st.first_layer, st.end_layer, src.full));
+    }
+    auto& a = stage_actors_.at({st.first_layer, st.end_layer});
+    self_->send(a, deploy_atom::value, to_json(dep).dump(), member_devices, state);
+  }
+  // Every stage deploys at once; a device lost meanwhile ends the wait.
+  int local = 0, shipped = 0;
+  auto wait = timeout * (most_builds + 1);
+  for (int s = 0; s < P; ++s) {
+    const auto& st = p.stages[s];
+    auto& a = stage_actors_.at({st.first_layer, st.end_layer});
+    auto what = "deploying stage " + std::to_string(s);
+    auto reply = await_reply<std::string, std::vector<caf::actor>, std::string>(
+      -1, a, wait, what);
+    const auto& err = reply.get_as<std::string>(0);
+    if (!err.empty())
+      throw std::runtime_error(err);
+    const auto& replicas = reply.get_as<std::vector<caf::actor>>(1);
+    if (replicas.size() != stages_[s].size())
+      throw std::logic_error(what + ": wrong number of replicas");
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      auto handle = caf::actor_cast<replica_actor>(replicas[r]);
+      self_->monitor(handle);
+      stages_[s][r].handle = handle;
+    }
+    auto report = json::parse(reply.get_as<std::string>(2));
+    for (auto& k : report["kept"])
+      kept_.push_back(k);
+    local += report.value("restored_locally", 0);
+    shipped += report.value("shipped", 0);
   }
   if (src.version >= 0)
     spdlog::info("deployed generation {}: {} replicas kept, {} restored from "
                  "their node's snapshots, {} shipped",
                  generation_, kept_.size(), local, shipped);
-  // -- wiring --
+  // -- wiring: each stage actor links its members --
   auto me = caf::actor_cast<caf::actor>(self_);
-  for (int s = 0; s < P; ++s) {
-    auto n = static_cast<int>(stages_[s].size());
-    int backup = planner::backup_device(p, s);
-    for (auto& r : stages_[s]) {
-      self_->send(r.handle, peer_atom::value, int32_t{peer_supervisor},
-                  int32_t{0}, me, std::string{});
-      // A peer on another node, both nodes with a data plane: its data
-      // endpoint goes along, and the replica's channel to it is TCP.
-      // On the wire a peer is a plain actor handle (a replica or a device).
-      auto wire = [&](peer_role role, int index, int device, const auto& peer) {
-        auto route = data_endpoint(device);
-        if (device == r.device || data_endpoint(r.device).empty())
-          route.clear();
-        self_->send(r.handle, peer_atom::value, int32_t{role},
-                    static_cast<int32_t>(index), caf::actor_cast<caf::actor>(peer),
-                    route);
-      };
-      if (s > 0)
-        for (auto& q : stages_[s - 1])
-          wire(peer_prev, q.replica, q.device, q.handle);
-      if (s + 1 < P)
-        for (auto& q : stages_[s + 1])
-          wire(peer_next, q.replica, q.device, q.handle);
-      if (n > 1) {
-        auto& q = stages_[s][(r.replica + 1) % n];
-        wire(peer_ring_next, 0, q.device, q.handle);
-      }
-      if (r.replica == 0 && backup >= 0 && snapshots_on())
-        wire(peer_backup, 0, backup, caf::actor_cast<caf::actor>(devices_[backup]));
+  auto peers = [&](int s, std::vector<caf::actor>& handles) {
+    std::vector<stage_peer> out;
+    for (auto& q : stages_[s]) {
+      out.push_back({q.replica, q.device, data_endpoint(q.device)});
+      handles.push_back(caf::actor_cast<caf::actor>(q.handle));
     }
+    return out;
+  };
+  for (int s = 0; s < P; ++s) {
+    stage_wiring w;
+    std::vector<caf::actor> prev, next;
+    if (s > 0)
+      w.prev = peers(s - 1, prev);
+    if (s + 1 < P)
+      w.next = peers(s + 1, next);
+    caf::actor backup;
+    int b = planner::backup_device(p, s);
+    if (b >= 0 && snapshots_on()) {
+      w.backup = {0, b, data_endpoint(b)};
+      backup = caf::actor_cast<caf::actor>(devices_[b]);
+    }
+    const auto& st = p.stages[s];
+    self_->send(stage_actors_.at({st.first_layer, st.end_layer}), wire_atom::value,
+                me, prev, next, backup, to_json(w).dump());
+  }
+  for (int s = 0; s < P; ++s) {
+    const auto& st = p.stages[s];
+    auto reply = await_reply<std::string>(-1, stage_actors_.at({st.first_layer, st.end_layer}),
+                                          timeout, "wiring stage " + std::to_string(s));
+    if (!reply.get_as<std::string>(0).empty())
+      throw std::runtime_error(reply.get_as<std::string>(0));
   }
   heartbeats_.reset(clock::now());
 }
@@ -410,18 +460,18 @@ std::string supervisor::data_endpoint(int d) const {
   return actors::data_endpoint(nodes_[d], caps_[d].value("data_port", int64_t{0}));
 }
 
-void supervisor::stop_replica(const replica_actor& r) {
-  // Its down message would otherwise be taken for a lost device.
-  self_->demonitor(r.address());
-  self_->send(r, stop_atom::value);
-}
-
 void supervisor::stop_replicas() {
   stop_micro_batches();
+  // Their replicas' down messages would otherwise be taken for lost devices.
   for (auto& st : stages_)
     for (auto& r : st)
       if (r.handle)
-        stop_replica(r.handle);
+        self_->demonitor(r.handle.address());
+  // Each stops its replicas, and those a live node hands over later.
+  std::vector<int32_t> lost(dead_.begin(), dead_.end());
+  for (auto& [range, a] : stage_actors_)
+    self_->send(a, stop_atom::value, lost);
+  stage_actors_.clear();
   stages_.clear();
   num_replicas_ = 0;
 }

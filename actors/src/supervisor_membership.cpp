@@ -75,6 +75,7 @@ bool supervisor::remove_requested(int64_t step) {
                           {"stages", plan_.num_stages()},
                           {"plan", json(plan_)},
                           {"kept", kept_},
+                          {"stage_actors", stage_actors_record_},
                           {"changes", changes}});
   enter(job_state::running);
   return true;

@@ -184,6 +184,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},
                {"kept", kept_},
+               {"stage_actors", stage_actors_record_},
                {"in_flight", in_flight},
                {"changes", changes}});
   return src.version;
@@ -229,6 +230,7 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   rec["recover_s"] = seconds_between(t_begin, clock::now());
   rec["plan"] = json(plan_);
   rec["kept"] = kept_;
+  rec["stage_actors"] = stage_actors_record_;
   fault_event(event, rec);
   enter(job_state::running);
 }

@@ -337,11 +337,19 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                                  std::move(args)});
       }
   }
+  json stage_actors = json::array(); // by stage: which actor owns its group
+  for (auto& st : plan_.stages) {
+    auto it = stage_actors_.find({st.first_layer, st.end_layer});
+    stage_actors.push_back(it != stage_actors_.end()
+                             ? static_cast<int64_t>(it->second.id())
+                             : int64_t{-1});
+  }
   const auto B = plan_.batch_size;
   json rec{{"step", step + 1},       {"epoch", epoch},
            {"loss", loss},           {"seconds", wall},
            {"samples_per_s", B / wall}, {"t_s", (wall_us() - t_start) * 1e-6},
            {"replicas", reps},
+           {"stage_actors", stage_actors},
            {"link_bytes", links},    {"generation", generation_},
            {"micro_batch_actors", job_.micro_batch_actors ? plan_.micro_batches : 0},
            {"micro_batch_messages", micro_batch_messages},

@@ -151,6 +151,16 @@ TEST_CASE("a killed device of one stage: the replicas that lost nothing keep "
     kept.insert(k["replica"].get<std::string>().substr(0, 5));
   }
   CHECK(kept == std::set<std::string>{"s0r0@", "s1r0@", "s2r0@"});
+  // Every stage kept its layers, so every stage actor stayed: stage 1's
+  // moved its group onto the survivor, the others were not touched.
+  const auto& first_stage_actors = r.iterations.front()["stage_actors"];
+  REQUIRE(first_stage_actors.size() == 3);
+  CHECK(r.iterations.back()["stage_actors"] == first_stage_actors);
+  REQUIRE((*recovered)["stage_actors"].size() == 3);
+  for (auto& a : (*recovered)["stage_actors"]) {
+    CHECK(a["reused"] == true);
+    CHECK(a["actor"] == first_stage_actors[a["stage"].get<size_t>()]);
+  }
   // What was in flight where, as the step's micro-batch actors told the
   // recovery: device 2 died before it could run a pass, so both micro-batches
   // of the interrupted step were still in the pipeline, neither had passed
@@ -221,6 +231,14 @@ TEST_CASE("a kept replica whose BatchNorm statistics the interrupted step "
   REQUIRE(restored.size() == 1);
   REQUIRE(restored.count("s0r0@"));
   CHECK(restored["s0r0@"] == (*recovered)["resume_step"].get<int64_t>());
+  // Stage 0's layers stayed, and so did its stage actor; the merged range
+  // is a new stage, with an actor of its own.
+  const auto& stage_actors = (*recovered)["stage_actors"];
+  REQUIRE(stage_actors.size() == 2);
+  CHECK(stage_actors[0]["reused"] == true);
+  CHECK(stage_actors[0]["actor"] == r.iterations.front()["stage_actors"][0]);
+  CHECK(stage_actors[1]["reused"] == false);
+  CHECK(stage_actors[1]["layers"] == "L2-4");
 }
 
 TEST_CASE("a killed device that is a whole stage: its layers merge into the "
