@@ -157,9 +157,10 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   if (fed_step_ != step)
     feed(step, batch);
   auto start_all = [&](int64_t s) {
+    auto micro_batches = micro_batch_handles(s); // the same for every replica
     for (auto& st : stages_)
       for (auto& r : st)
-        self_->send(r.handle, start_atom::value, s, micro_batch_handles(s));
+        self_->send(r.handle, start_atom::value, s, micro_batches);
   };
   if (!started_ahead(step))
     start_all(step);

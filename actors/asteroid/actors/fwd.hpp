@@ -4,7 +4,7 @@
 /// does), so a header that only names them need not pull in their
 /// definitions. The actors' typed interfaces (`device_actor`,
 /// `replica_actor`, `micro_batch_actor`, `replica_builder_actor` in
-/// protocol.hpp, `supervisor_actor` in
+/// protocol.hpp, `stage_actor` in stage.hpp, `supervisor_actor` in
 /// supervisor_actor.hpp) are not here: a `caf::typed_actor` alias needs its
 /// message types complete.
 #include <cstdint>
@@ -26,6 +26,12 @@ class snapshot_store;
 
 // -- replicas (replica_spec.hpp, replica.hpp) --
 struct replica_spec;
+
+// -- stages (stage_deployment.hpp, stage.hpp) --
+struct stage_member;
+struct stage_deployment;
+struct stage_peer;
+struct stage_wiring;
 
 // -- micro-batches (micro_batch_progress.hpp, micro_batch.hpp) --
 struct micro_batch_piece;

@@ -10,9 +10,10 @@
 /// handle.
 ///
 /// The actors' contracts are typed interfaces, checked by the compiler on
-/// both sides: `device_actor` and `replica_actor` below (device.cpp and
-/// replica.cpp implement them; the supervisor, the probes and tests send
-/// through them), `supervisor_actor` in supervisor_actor.hpp. What replicas
+/// both sides: `device_actor`, `replica_actor` and `micro_batch_actor` below
+/// (device.cpp, replica.cpp and micro_batch.cpp implement them; the
+/// supervisor, the probes and tests send through them), `stage_actor` in
+/// stage.hpp, `supervisor_actor` in supervisor_actor.hpp. What replicas
 /// send to the supervisor's step driver (a dynamically typed actor):
 ///
 /// | message (atom, fields...)                      | to      | reply            |
