@@ -5,6 +5,7 @@
 #include "asteroid/planner/plan_validation.hpp"
 #include "asteroid/planner/schedule.hpp"
 #include "asteroid/training/loss.hpp"
+#include "asteroid/training/model_options_json.hpp"
 
 #include <fstream>
 #include <set>
@@ -87,6 +88,33 @@ fault_spec parse_fault(const json& j, const json_field& f, size_t num_nodes) {
   return fs;
 }
 
+/// What each number of a job may be; fails naming the field.
+void check_ranges(const job_spec& s, const json_field& f) {
+  auto at_least = [&](const char* key, int64_t v, int64_t lo) {
+    if (v < lo)
+      f[key].fail("must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
+  };
+  // (The reader refuses NaN and infinities already.)
+  const auto& o = s.optimizer;
+  if (!(o.lr > 0))
+    f["lr"].fail("must be > 0");
+  if (!(o.momentum >= 0 && o.momentum < 1))
+    f["momentum"].fail("must be in [0, 1)");
+  if (!(o.weight_decay >= 0))
+    f["weight_decay"].fail("must be >= 0");
+  at_least("epochs", s.epochs, 1);
+  if (s.max_steps < -1)
+    f["max_steps"].fail("must be -1 (every epoch) or a step count >= 0, got "
+                        + std::to_string(s.max_steps));
+  at_least("credit_window", s.credit_window, 0);
+  at_least("train_limit", s.train_limit, 0);
+  at_least("test_limit", s.test_limit, 0);
+  at_least("synthetic_count", s.synthetic_count, 1);
+  at_least("trace_steps", s.trace_steps, 0);
+  at_least("connect_timeout_ms", s.connect_timeout_ms, 1);
+  at_least("step_timeout_ms", s.step_timeout_ms, 1);
+}
+
 } // namespace
 
 job_spec parse_job(const json& j, const std::string& where) {
@@ -107,6 +135,11 @@ job_spec parse_job(const json& j, const std::string& where) {
     if (!x->is_object())
       f["model_options"].fail(std::string("expected an object, got ")
                               + x->type_name());
+    try { // a typo ("num_clases") would otherwise pass silently
+      training::model_options_from_json(*x);
+    } catch (const std::exception& e) {
+      f["model_options"].fail(e.what());
+    }
     s.model_options = *x;
   }
   read_optional(j, f, "dataset", s.dataset);
@@ -182,6 +215,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   if (s.batch_size < 1 || s.micro_batches < 1
       || s.batch_size % s.micro_batches != 0)
     f["batch_size"].fail("must be a positive multiple of micro_batches");
+  check_ranges(s, f);
   try {
     planner::parse_schedule_kind(s.schedule);
   } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -50,6 +51,16 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
   if (opts_.memory.size() > 1
       && static_cast<int>(opts_.memory.size()) != opts_.nodes)
     throw std::invalid_argument("cluster: give one memory budget per node");
+  for (double x : opts_.slowdowns)
+    if (!(std::isfinite(x) && x >= 1.0))
+      throw std::invalid_argument("cluster: --slowdown " + std::to_string(x)
+                                  + " is not a finite number >= 1");
+  for (auto bytes : opts_.memory)
+    if (bytes < 0)
+      throw std::invalid_argument("cluster: a memory budget must not be negative");
+  if (opts_.threads < 1)
+    throw std::invalid_argument("cluster: --threads must be >= 1, got "
+                                + std::to_string(opts_.threads));
   if (opts_.log_dir.empty()) {
     char tmpl[] = "/tmp/asteroid-cluster-XXXXXX";
     if (!mkdtemp(tmpl))

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -28,11 +29,15 @@ extern "C" void on_signal(int sig) { stop_signal = sig; }
 
 int run_node(const node_options& opts) {
   kernels::keep_tensor_buffers_in_heap();
-  if (opts.device.slowdown < 1.0)
-    throw std::invalid_argument("node: --slowdown must be >= 1, got "
+  if (!(std::isfinite(opts.device.slowdown) && opts.device.slowdown >= 1.0))
+    throw std::invalid_argument("node: --slowdown must be a finite number >= 1, got "
                                 + std::to_string(opts.device.slowdown));
-  if (opts.device.threads > 0)
-    torch::set_num_threads(opts.device.threads);
+  if (opts.device.threads < 1)
+    throw std::invalid_argument("node: --threads must be >= 1, got "
+                                + std::to_string(opts.device.threads));
+  if (opts.device.memory_bytes < 0)
+    throw std::invalid_argument("node: --memory must not be negative");
+  torch::set_num_threads(opts.device.threads);
   caf::actor_system_config cfg;
   configure(cfg, opts.net);
   caf::actor_system sys{cfg};

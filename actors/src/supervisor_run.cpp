@@ -71,6 +71,10 @@ job_result supervisor::run() {
   auto per_epoch = train_->size() / B;
   if (per_epoch < 1)
     throw std::invalid_argument("dataset has fewer samples than one batch");
+  if (job_.epochs > std::numeric_limits<int64_t>::max() / per_epoch)
+    throw std::invalid_argument("epochs (" + std::to_string(job_.epochs) + ") x "
+                                + std::to_string(per_epoch)
+                                + " steps per epoch does not fit a 64-bit step count");
   int64_t total_steps = job_.epochs * per_epoch;
   if (job_.max_steps >= 0)
     total_steps = std::min(total_steps, job_.max_steps);

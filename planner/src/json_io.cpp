@@ -27,10 +27,15 @@ int64_t parse_memory(const json& j, const field& f) {
       f.fail(std::string(expected) + ", got " + j.dump());
     return v;
   }
+  // 2^63 bytes: beyond it a size no longer fits the int64 every budget is
+  // kept in (1e300 used to wrap to a negative budget).
+  constexpr double too_large = 9223372036854775808.0;
   if (j.is_number()) {
     double v = j.get<double>();
     if (!(v >= 0.0) || std::floor(v) != v)
       f.fail(std::string(expected) + ", got " + j.dump());
+    if (!(v < too_large))
+      f.fail(j.dump() + " bytes is too large (at most 2^63 - 1)");
     return static_cast<int64_t>(v);
   }
   if (!j.is_string())
@@ -78,6 +83,8 @@ int64_t parse_memory(const json& j, const field& f) {
     scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   else
     f.fail(std::string(expected) + ", got " + j.dump() + " (unknown unit \"" + unit + "\")");
+  if (!(value * scale < too_large))
+    f.fail(j.dump() + " is too large (at most 2^63 - 1 bytes)");
   return static_cast<int64_t>(std::llround(value * scale));
 }
 

@@ -3,12 +3,15 @@
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/link_switch.hpp"
+#include "asteroid/actors/node.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <limits>
 
 using namespace asteroid;
 using namespace std::chrono_literals;
@@ -223,6 +226,74 @@ TEST_CASE("job file: errors name the file and the field's path, as every "
     Catch::Contains("j.json: fault_tolerance.heartbeat_ms: expected an integer, got string"));
   CHECK_THROWS_WITH(actors::parse_job(json::array(), "j.json"),
                     Catch::Contains("j.json: expected an object, got array"));
+}
+
+TEST_CASE("job file: every number is range-checked, and the error names the "
+          "field and the range (issue 21, item 6)") {
+  json job{{"model", "mlp"},
+           {"nodes", {"127.0.0.1:1", "127.0.0.1:2"}},
+           {"planner", "asteroid"}};
+  auto with = [&](const char* key, json value) {
+    auto j = job;
+    j[key] = std::move(value);
+    return j;
+  };
+  auto refused = [&](const char* key, json value, const std::string& says) {
+    INFO(key << " = " << value.dump());
+    CHECK_THROWS_WITH(actors::parse_job(with(key, value), "j.json"),
+                      Catch::Contains(std::string("j.json: ") + key + ": ")
+                        && Catch::Contains(says));
+  };
+  refused("momentum", 1.0, "must be in [0, 1)");
+  refused("momentum", -0.1, "must be in [0, 1)");
+  refused("lr", 0.0, "must be > 0");
+  refused("lr", std::numeric_limits<double>::infinity(), "expected a finite number");
+  refused("weight_decay", -1e-4, "must be >= 0");
+  refused("epochs", 0, "must be >= 1, got 0");
+  refused("max_steps", -2, "-1 (every epoch) or a step count >= 0");
+  refused("credit_window", -1, "must be >= 0");
+  refused("train_limit", -5, "must be >= 0");
+  refused("synthetic_count", 0, "must be >= 1");
+  refused("step_timeout_ms", 0, "must be >= 1");
+  refused("connect_timeout_ms", -1, "must be >= 1");
+  refused("model_options", json{{"num_clases", 3}},
+          "unknown model option 'num_clases' (known: num_classes,");
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("fault_tolerance", {{"replan_threshold", std::numeric_limits<double>::infinity()}}), "j.json"),
+    Catch::Contains("fault_tolerance.replan_threshold: expected a finite number"));
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("faults", json::array({{{"node", 0}, {"action", "slow"},
+                                                    {"slowdown", std::numeric_limits<double>::infinity()}}})),
+                      "j.json"),
+    Catch::Contains("faults[0].slowdown: expected a finite number"));
+  // What the checks accept: the documented defaults and edges.
+  CHECK_NOTHROW(actors::parse_job(with("max_steps", -1), "j.json"));
+  CHECK_NOTHROW(actors::parse_job(with("momentum", 0.0), "j.json"));
+  CHECK_NOTHROW(actors::parse_job(with("credit_window", 0), "j.json"));
+  CHECK_NOTHROW(actors::parse_job(with("model_options", json{{"num_classes", 3}}), "j.json"));
+}
+
+TEST_CASE("a cluster refuses slowdowns that are not finite numbers >= 1, "
+          "negative budgets and fewer than one thread, before starting a node") {
+  actors::local_cluster::options o;
+  o.nodes = 2;
+  o.exe = "/nonexistent"; // never started: the checks come first
+  auto refused = [&](actors::local_cluster::options bad, const std::string& says) {
+    CHECK_THROWS_WITH(actors::local_cluster{bad}, Catch::Contains(says));
+  };
+  auto bad = o;
+  bad.slowdowns = {1.0, std::numeric_limits<double>::quiet_NaN()};
+  refused(bad, "--slowdown nan is not a finite number >= 1");
+  bad.slowdowns = {std::numeric_limits<double>::infinity()};
+  refused(bad, "is not a finite number >= 1");
+  bad.slowdowns = {0.5};
+  refused(bad, "is not a finite number >= 1");
+  bad = o;
+  bad.memory = {-1};
+  refused(bad, "memory budget must not be negative");
+  bad = o;
+  bad.threads = 0;
+  refused(bad, "--threads must be >= 1, got 0");
 }
 
 TEST_CASE("set_interface_up names the interface it could not change") {

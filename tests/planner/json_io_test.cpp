@@ -58,6 +58,12 @@ TEST_CASE("memory sizes parse with binary and decimal units", "[planner][json]")
                     Catch::Contains("cfg: expected a number like \"4GiB\" or bytes") &&
                       Catch::Contains("unknown unit \"parsecs\""));
   CHECK_THROWS_AS(parse_memory_size(json(-5), "x"), planner_error);
+  // Sizes past 2^63 bytes used to wrap to a negative budget.
+  CHECK_THROWS_WITH(parse_memory_size(json(1e300), "x"), Catch::Contains("too large"));
+  CHECK_THROWS_WITH(parse_memory_size(json("1e300"), "x"), Catch::Contains("expected a number"));
+  CHECK_THROWS_WITH(parse_memory_size(json("99999999999 TiB"), "--memory"),
+                    Catch::Contains("--memory: \"99999999999 TiB\" is too large"));
+  CHECK(parse_memory_size(json("8388607 TiB"), "x") == 8388607LL << 40);
   CHECK_THROWS_AS(parse_memory_size(json(true), "x"), planner_error);
 }
 

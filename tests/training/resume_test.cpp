@@ -1,9 +1,10 @@
 // Resuming from a checkpoint must continue to exactly the weights of an
 // uninterrupted run with the same seed: data order, optimizer state and the
 // dropout RNG all come back.
-#include <catch2/catch.hpp>
-
+#include "asteroid/serialization/checkpoint.hpp"
 #include "asteroid/training/trainer.hpp"
+
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 
@@ -113,4 +114,40 @@ TEST_CASE("resume refuses a checkpoint of another run", "[training][resume]") {
   CHECK_THROWS_WITH(training::trainer{other_model},
                     Catch::Contains("holds model 'mlp'")
                       && Catch::Contains(path));
+}
+
+TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
+          "position is impossible", "[training][resume]") {
+  auto o = tiny_run("mlp", "synthetic-images", training::optimizer_kind::sgd);
+  auto path = std::string{ASTEROID_TEST_TMP} + "/resume-impossible.ckpt";
+  o.max_steps = 2;
+  o.checkpoint_path = path;
+  training::trainer{o}.run();
+  auto resume = o;
+  resume.checkpoint_path.clear();
+  resume.resume_from = path;
+  CHECK_NOTHROW(training::trainer{resume});
+  auto good = serialization::load_checkpoint(path);
+  // Each is written with a valid checksum, as a careless or hostile writer
+  // would; a data position of -64 used to crash the run.
+  auto refused = [&](serialization::checkpoint ck, const std::string& says) {
+    serialization::save_checkpoint(path, ck);
+    CHECK_THROWS_WITH(training::trainer{resume},
+                      Catch::Contains("cannot resume from") && Catch::Contains(says));
+  };
+  auto ck = good;
+  ck.data_position = -64;
+  refused(ck, "data position -64 is outside an epoch of");
+  ck = good;
+  ck.data_position = int64_t{1} << 40;
+  refused(ck, "is outside an epoch of");
+  ck = good;
+  ck.step = -1;
+  refused(ck, "step -1 is negative");
+  ck = good;
+  ck.epoch = -3;
+  refused(ck, "epoch -3 is outside this run's");
+  ck = good;
+  ck.epoch = o.epochs + 1;
+  refused(ck, "is outside this run's");
 }

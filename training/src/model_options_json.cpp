@@ -1,5 +1,7 @@
 #include "asteroid/training/model_options_json.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace asteroid::training {
@@ -64,6 +66,20 @@ nlohmann::json to_json(const models::model_options& o) {
 models::model_options model_options_from_json(const nlohmann::json& j) {
   if (!j.is_object())
     throw std::invalid_argument("model options must be a JSON object");
+  static const char* known[] = {
+    "num_classes", "in_channels", "image_size", "width_mult", "seq_len",
+    "vocab_size", "dropout", "stochastic_depth", "seed", "hidden_sizes",
+    "num_layers", "hidden_dim", "num_heads", "mlp_dim", "patch_size", "stem"};
+  for (auto& [key, value] : j.items())
+    if (std::find_if(std::begin(known), std::end(known),
+                     [&](const char* k) { return key == k; })
+        == std::end(known)) {
+      std::string list;
+      for (auto* k : known)
+        list += (list.empty() ? "" : ", ") + std::string(k);
+      throw std::invalid_argument("unknown model option '" + key + "' (known: "
+                                  + list + ")");
+    }
   models::model_options o;
   read(j, "num_classes", o.num_classes());
   read(j, "in_channels", o.in_channels());

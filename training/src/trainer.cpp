@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 namespace asteroid::training {
@@ -64,6 +65,11 @@ trainer::trainer(trainer_options options) : options_(std::move(options)) {
   d.seed = options_.seed;
   d.split = data::split::train;
   train_set_ = data::make_dataset(options_.dataset, d);
+  auto samples = std::max<int64_t>(1, train_size());
+  if (options_.epochs > std::numeric_limits<int64_t>::max() / samples)
+    throw std::invalid_argument("epochs (" + std::to_string(options_.epochs) + ") x "
+                                + std::to_string(samples)
+                                + " samples does not fit a 64-bit sample count");
   if (options_.evaluate) {
     d.split = data::split::test;
     test_set_ = data::make_dataset(options_.dataset, d);
@@ -117,6 +123,20 @@ void trainer::restore(const std::string& path) {
     if (meta.value(key, nlohmann::json{}) != value)
       fail("'" + key + "' was " + meta.value(key, nlohmann::json{}).dump()
            + ", now " + value.dump() + " (data order would differ)");
+  // A checkpoint's checksum proves it was not damaged, not that whoever
+  // wrote it wrote sense: a negative position indexed before the epoch's
+  // batches and crashed the run.
+  if (ck.step < 0)
+    fail("step " + std::to_string(ck.step) + " is negative");
+  if (ck.epoch < 0 || ck.epoch > options_.epochs) // == epochs: a finished run
+    fail("epoch " + std::to_string(ck.epoch) + " is outside this run's "
+         + std::to_string(options_.epochs) + " epochs");
+  auto epoch_samples = data::sampler{train_size(), options_.seed}.num_batches(
+                         options_.batch_size) * options_.batch_size;
+  if (ck.data_position < 0 || ck.data_position > epoch_samples)
+    fail("data position " + std::to_string(ck.data_position)
+         + " is outside an epoch of " + std::to_string(epoch_samples)
+         + " samples");
   if (ck.data_position % options_.batch_size != 0)
     fail("data position " + std::to_string(ck.data_position)
          + " is not a batch boundary");

@@ -15,7 +15,7 @@ namespace asteroid::actors {
 struct device_options {
   std::string name = "node";
   int64_t memory_bytes = int64_t{4} << 30;
-  /// LibTorch intra-op threads of this process (0: leave LibTorch's default).
+  /// LibTorch intra-op threads of this process (>= 1; `run_node` refuses less).
   int threads = 1;
   /// Emulated slowdown factor (>= 1): compute is padded to factor × measured.
   double slowdown = 1.0;
