@@ -269,7 +269,12 @@ private:
   // -- recovery --
   void drain_losses(int64_t step);
   int64_t recover(const std::set<int>& lost, int64_t failed_step);
-  void save_checkpoint(int64_t step);
+  /// Writes the job file's checkpoint: `state` (weights and optimizer
+  /// state, as gather_full_state returns it) before step `step`.
+  void save_checkpoint(int64_t step, serialization::named_tensors state);
+  /// Whether the job file names a checkpoint: it is written every
+  /// checkpoint_every steps whatever the recovery mode, and at the end.
+  bool checkpoints_on() const { return !ft().checkpoint_path.empty(); }
   /// Admits devices that answer again at this boundary; with `admit` false
   /// (a step already runs ahead) it only looks for them.
   bool rejoin(int64_t step, bool admit);

@@ -18,9 +18,9 @@ namespace asteroid::actors::detail {
 
 // -- recovery -------------------------------------------------------------------------
 
-void supervisor::save_checkpoint(int64_t step) {
+void supervisor::save_checkpoint(int64_t step, serialization::named_tensors state) {
   serialization::checkpoint ck;
-  ck.model_state = gather_full_state();
+  ck.model_state = std::move(state);
   ck.step = step;
   ck.model_name = job_.model;
   ck.model_options_json = job_.model_options.dump();

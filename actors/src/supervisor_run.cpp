@@ -106,9 +106,9 @@ job_result supervisor::run() {
         batches = order.batches(epoch, B, true);
         cached_epoch = epoch;
       }
-      if (ft().recovery == "restart" && step % ft().checkpoint_every == 0
+      if (checkpoints_on() && step % ft().checkpoint_every == 0
           && step != checkpoint_step_)
-        save_checkpoint(step);
+        save_checkpoint(step, gather_full_state());
       const bool started_early = started_ahead(step);
       if (!started_early) {
         remove_requested(step);
@@ -187,6 +187,10 @@ job_result supervisor::run() {
     throw;
   }
   stop_replicas();
+  // The state the job ends with, stopped or not: what a checkpoint taken
+  // every few steps would otherwise lose.
+  if (checkpoints_on())
+    save_checkpoint(step, full);
   load_stage_state(model_, 0, static_cast<int>(model_->size()), nullptr, full);
   result_.model = model_;
   if (test_ && job_.evaluate)
@@ -197,7 +201,9 @@ job_result supervisor::run() {
                          {"samples_per_s", result_.samples_per_s},
                          {"loss", result_.last_loss},
                          {"test_accuracy", result_.test.accuracy},
-                         {"faults", result_.fault_events.size()}});
+                         {"faults", result_.fault_events.size()},
+                         {"checkpoint", ft().checkpoint_path},
+                         {"checkpoint_step", checkpoint_step_}});
   for (auto& ev : trace_.events)
     if (ev.category == "fault")
       ev.start_us -= t_start;

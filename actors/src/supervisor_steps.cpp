@@ -274,7 +274,7 @@ bool supervisor::may_run_ahead(int64_t next) {
       || stop_requested()
       || (control_ && (control_->removals_pending() || control_->additions_pending())))
     return false;
-  if (ft().recovery == "restart" && next % ft().checkpoint_every == 0
+  if (checkpoints_on() && next % ft().checkpoint_every == 0
       && next != checkpoint_step_)
     return false; // the checkpoint takes the weights between the two steps
   for (size_t i = 0; i < job_.faults.size(); ++i)

@@ -6,6 +6,7 @@
 #include "asteroid/data/sampler.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/schedule.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "asteroid/training/loss.hpp"
 #include "asteroid/training/model_options_json.hpp"
@@ -98,6 +99,33 @@ TEST_CASE("in-process HPP matches single-device training (mlp, unequal "
                    "s1r0->s0r1", "s1r1->s0r1", "ar s0r0->s0r1"})
     CHECK(links.contains(key));
   CHECK_FALSE(links.contains("s0r0->s1r1")); // rows 0-2 all go to s1r0
+}
+
+TEST_CASE("a job file's checkpoint is written in every recovery mode, every "
+          "checkpoint_every steps and with the final state (issue 21, item 5)") {
+  auto train = synthetic(16 * 7);
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2, 3}, {6, 2}}}));
+  job.max_steps = 7;
+  auto path = std::string{ASTEROID_TEST_TMP} + "/job-final-state.ckpt";
+  std::filesystem::remove(path);
+  job.fault_tolerance.recovery = "replay";
+  job.fault_tolerance.checkpoint_path = path;
+  job.fault_tolerance.checkpoint_every = 3;
+  auto r = run_in_process(job, 4, train);
+  REQUIRE(r.steps == 7);
+  // After 7 steps, not the state before step 6 (the last periodic one).
+  auto ck = serialization::load_checkpoint(path);
+  CHECK(ck.step == 7);
+  CHECK(ck.model_name == "mlp");
+  auto model = fresh_model(job.model, job.seed);
+  actors::load_stage_state(model, 0, static_cast<int>(model->size()), nullptr,
+                           ck.model_state);
+  CHECK(max_abs_diff(model, r.model) == 0);
+  bool has_optimizer_state = false;
+  for (auto& [name, t] : ck.model_state)
+    has_optimizer_state |= name.rfind("o/", 0) == 0;
+  CHECK(has_optimizer_state);
 }
 
 TEST_CASE("in-process HPP: GPipe, 3 stages, credit window 1") {
