@@ -23,8 +23,8 @@ struct stage_actor_state {
   /// The group of the last deployment, by replica index (a member may be
   /// null while its build is pending).
   std::vector<replica_actor> members;
-  std::vector<int> devices;
-  std::vector<std::string> endpoints;
+  /// Where each member runs (its replica index, device and endpoint).
+  std::vector<stage_peer> placement;
   /// Bumped by every deployment and by the stop: an answer for an earlier
   /// one is stale.
   uint64_t epoch = 0;
@@ -227,7 +227,7 @@ stage_actor::behavior_type stage_fun(self_ptr self, int stage, int first_layer,
         if (!run->plan.members[i].keep)
           continue;
         for (size_t j = 0; j < st.members.size(); ++j)
-          if (st.members[j] && st.devices[j] == run->plan.members[i].device
+          if (st.members[j] && st.placement[j].device == run->plan.members[i].device
               && taken.insert(j).second) {
             staying[i] = st.members[j];
             break;
@@ -237,12 +237,9 @@ stage_actor::behavior_type stage_fun(self_ptr self, int stage, int first_layer,
         if (st.members[j] && !taken.count(j))
           self->send(st.members[j], stop_atom::value);
       st.members = staying;
-      st.devices.clear();
-      st.endpoints.clear();
-      for (auto& m : run->plan.members) {
-        st.devices.push_back(m.device);
-        st.endpoints.push_back(m.endpoint);
-      }
+      st.placement.clear();
+      for (auto& m : run->plan.members)
+        st.placement.push_back({m.replica, m.device, m.endpoint});
       for (size_t i = 0; i < n; ++i) {
         if (staying[i])
           reconfigure(self, run, i, staying[i]);
@@ -271,12 +268,11 @@ stage_actor::behavior_type stage_fun(self_ptr self, int stage, int first_layer,
       const auto n = st.members.size();
       for (size_t i = 0; i < n; ++i) {
         auto& r = st.members[i];
-        int at = st.devices[i];
-        const auto& own = st.endpoints[i];
+        const auto& here = st.placement[i];
         auto link = [&](peer_role role, int index, const caf::actor& to,
                         const stage_peer& where) {
           self->send(r, peer_atom::value, int32_t{role}, static_cast<int32_t>(index),
-                     to, link_route(at, own, where));
+                     to, link_route(here.device, here.endpoint, where));
         };
         self->send(r, peer_atom::value, int32_t{peer_supervisor}, int32_t{0},
                    supervisor, std::string{});
@@ -287,7 +283,7 @@ stage_actor::behavior_type stage_fun(self_ptr self, int stage, int first_layer,
         if (n > 1) {
           auto succ = (i + 1) % n;
           link(peer_ring_next, 0, caf::actor_cast<caf::actor>(st.members[succ]),
-               stage_peer{static_cast<int>(succ), st.devices[succ], st.endpoints[succ]});
+               st.placement[succ]);
         }
         if (i == 0 && backup && w.backup.device >= 0)
           link(peer_backup, 0, backup, w.backup);

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <string>
 #include <unistd.h>
 
 namespace asteroid::apps {
@@ -43,19 +44,13 @@ int run_job_with_signals(const actors::job_spec& job) {
   char accuracy[32] = "not evaluated";
   if (r.test.samples > 0)
     std::snprintf(accuracy, sizeof accuracy, "%.2f%%", r.test.accuracy * 100);
-  if (r.stopped) {
-    const int sig = first_signal.load();
-    std::printf("job stopped by %s after %lld steps in %.1f s, %.1f samples/s, "
-                "loss %.4f, test accuracy %s\n",
-                signal_name(sig), static_cast<long long>(r.steps), r.seconds,
-                r.samples_per_s, r.last_loss, accuracy);
-    return sig > 0 ? 128 + sig : 0;
-  }
-  std::printf("job done: %lld steps in %.1f s, %.1f samples/s, loss %.4f, "
-              "test accuracy %s\n",
-              static_cast<long long>(r.steps), r.seconds, r.samples_per_s,
-              r.last_loss, accuracy);
-  return 0;
+  const int sig = r.stopped ? first_signal.load() : 0;
+  auto head = r.stopped ? std::string("job stopped by ") + signal_name(sig) + " after"
+                        : std::string("job done:");
+  std::printf("%s %lld steps in %.1f s, %.1f samples/s, loss %.4f, test accuracy %s\n",
+              head.c_str(), static_cast<long long>(r.steps), r.seconds,
+              r.samples_per_s, r.last_loss, accuracy);
+  return sig > 0 ? 128 + sig : 0;
 }
 
 } // namespace asteroid::apps

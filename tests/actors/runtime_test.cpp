@@ -101,8 +101,8 @@ TEST_CASE("in-process HPP matches single-device training (mlp, unequal "
   CHECK_FALSE(links.contains("s0r0->s1r1")); // rows 0-2 all go to s1r0
 }
 
-TEST_CASE("a job file's checkpoint is written in every recovery mode, every "
-          "checkpoint_every steps and with the final state (issue 21, item 5)") {
+TEST_CASE("a replay job with a checkpoint file leaves a checkpoint of its final "
+          "state, optimizer included (issue 21, item 5)") {
   auto train = synthetic(16 * 7);
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
                                                {2, 3, {2, 3}, {6, 2}}}));

@@ -46,6 +46,18 @@ double max_abs_diff(training::trainer& a, training::trainer& b) {
   return worst;
 }
 
+/// Options that resume from the checkpoint of a 2-step mlp run written to
+/// `name` in the test folder (the run is done here).
+training::trainer_options resuming_two_steps(const std::string& name) {
+  auto o = tiny_run("mlp", "synthetic-images", training::optimizer_kind::sgd);
+  o.max_steps = 2;
+  o.checkpoint_path = std::string{ASTEROID_TEST_TMP} + "/" + name;
+  training::trainer{o}.run();
+  o.resume_from = o.checkpoint_path;
+  o.checkpoint_path.clear();
+  return o;
+}
+
 void check_resume(training::trainer_options o, int64_t stop_at) {
   auto path = std::string{ASTEROID_TEST_TMP} + "/resume-" + o.model + "-"
               + training::to_string(o.optimizer.kind) + ".ckpt";
@@ -95,15 +107,8 @@ TEST_CASE("resume restores the dropout RNG (BERT with dropout)",
 }
 
 TEST_CASE("resume refuses a checkpoint of another run", "[training][resume]") {
-  auto o = tiny_run("mlp", "synthetic-images", training::optimizer_kind::sgd);
-  auto path = std::string{ASTEROID_TEST_TMP} + "/resume-mismatch.ckpt";
-  o.max_steps = 2;
-  o.checkpoint_path = path;
-  training::trainer{o}.run();
-
-  auto other_batch = o;
-  other_batch.checkpoint_path.clear();
-  other_batch.resume_from = path;
+  auto other_batch = resuming_two_steps("resume-mismatch.ckpt");
+  const auto path = other_batch.resume_from;
   other_batch.batch_size = 8;
   CHECK_THROWS_WITH(training::trainer{other_batch},
                     Catch::Contains("'batch_size' was 16, now 8"));
@@ -118,14 +123,8 @@ TEST_CASE("resume refuses a checkpoint of another run", "[training][resume]") {
 
 TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
           "position is impossible", "[training][resume]") {
-  auto o = tiny_run("mlp", "synthetic-images", training::optimizer_kind::sgd);
-  auto path = std::string{ASTEROID_TEST_TMP} + "/resume-impossible.ckpt";
-  o.max_steps = 2;
-  o.checkpoint_path = path;
-  training::trainer{o}.run();
-  auto resume = o;
-  resume.checkpoint_path.clear();
-  resume.resume_from = path;
+  auto resume = resuming_two_steps("resume-impossible.ckpt");
+  const auto path = resume.resume_from;
   CHECK_NOTHROW(training::trainer{resume});
   auto good = serialization::load_checkpoint(path);
   // Each is written with a valid checksum, as a careless or hostile writer
@@ -148,6 +147,6 @@ TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
   ck.epoch = -3;
   refused(ck, "epoch -3 is outside this run's");
   ck = good;
-  ck.epoch = o.epochs + 1;
+  ck.epoch = resume.epochs + 1;
   refused(ck, "is outside this run's");
 }
