@@ -131,6 +131,14 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
       if (job_.profile_path.empty())
         profile_.reset();
       auto ck = serialization::load_checkpoint(ft().checkpoint_path);
+      // A checksum proves the file undamaged, not that it is this job's:
+      // a step from elsewhere would index the data order out of range.
+      if (ck.step != checkpoint_step_ || ck.model_name != job_.model)
+        throw std::runtime_error(
+          "restart recovery: " + ft().checkpoint_path + " holds model '"
+          + ck.model_name + "' at step " + std::to_string(ck.step)
+          + ", but this job wrote '" + job_.model + "' at step "
+          + std::to_string(checkpoint_step_) + " there");
       src.version = ck.step;
       src.full = std::move(ck.model_state);
       next = fresh_plan_on_survivors();
