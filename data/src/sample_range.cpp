@@ -1,5 +1,6 @@
 #include "asteroid/data/sample_range.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>

@@ -1,3 +1,6 @@
+// LibTorch first: its glog CHECK would otherwise replace Catch2's.
+#include <torch/torch.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
