@@ -409,6 +409,15 @@ void data_plane::read_loop(incoming* in) {
       count([](counters& c) { ++c.bad_connections; });
       break;
     }
+    if (const int64_t serving = job_; h.job != serving) {
+      // Not this node's job: nothing of it is read, let alone delivered.
+      spdlog::warn("data plane: closing a connection that sent {} of job {} "
+                   "(this node serves {})",
+                   serialization::to_string(h.kind), h.job,
+                   serving ? "job " + std::to_string(serving) : std::string("no job"));
+      count([](counters& c) { ++c.bad_connections; });
+      break;
+    }
     std::string key(h.key_size, '\0');
     std::string payload(h.payload_size, '\0');
     if (!read_all(in->fd, key.data(), key.size())
@@ -426,6 +435,7 @@ void data_plane::deliver(const frame_header& h, std::string key,
     // A link probe: answer on our own connection to the prober's plane.
     serialization::tensor_message reply;
     reply.kind = tensor_kind::echo_reply;
+    reply.job = h.job;
     reply.step = static_cast<int64_t>(payload.size());
     try {
       parse_endpoint(key);

@@ -10,6 +10,7 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
+#include "job_claim.hpp"
 #include "probe_timing.hpp"
 #include "unexpected.hpp"
 
@@ -51,8 +52,31 @@ struct device_state {
   std::shared_ptr<std::atomic<int64_t>> halt_below
     = std::make_shared<std::atomic<int64_t>>(0);
   int64_t deploys = 0;
+  /// The job served and whose word counts (job_claim.hpp).
+  detail::job_claim claim;
   snapshot_store store;
+  /// The job the snapshots in `store` belong to.
+  int64_t store_job = 0;
 };
+
+using device_self = device_actor::stateful_pointer<device_state>;
+
+/// "" when the message being handled may act, else why not (logged).
+std::string refusal(device_self self, const char* what) {
+  auto why = self->state.claim.obeys(self->current_sender());
+  if (!why.empty()) {
+    why = self->state.opts.name + " refused " + what + ": " + why;
+    spdlog::warn("{}", why);
+  }
+  return why;
+}
+
+/// The node serves no job: its data plane takes frames of none.
+void free_node(device_self self, const std::string& why) {
+  spdlog::info("{}: free again ({})", self->state.opts.name, why);
+  if (self->state.dp)
+    self->state.dp->serve_job(0);
+}
 
 /// Logs a failed deployment on device `name` and says why, for the supervisor.
 std::string deploy_failure(const std::string& name, const std::string& why) {
@@ -94,10 +118,16 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
 }
 
 device_actor::behavior_type
-device_fun(device_actor::stateful_pointer<device_state> self, device_options opts,
-           std::shared_ptr<data_plane> dp) {
+device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp) {
   self->state.opts = opts;
   self->state.dp = dp;
+  self->state.claim = detail::job_claim{self->system().node()};
+  self->set_down_handler([=](caf::down_msg& dm) {
+    // The claimant's process died or the job ended without a release: the
+    // snapshots stay until the next job claims the node.
+    if (self->state.claim.claimant_down(dm.source))
+      free_node(self, "the job's supervisor went down");
+  });
   // Linked: it goes when the device goes (user_shutdown, kill).
   self->state.builder = self->spawn<caf::detached + caf::linked>(
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
@@ -125,11 +155,17 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
       return {heartbeat_atom::value, seq};
     },
     [=](tensor_atom, serialization::tensor_message& m) {
+      auto why = self->state.claim.admits(m);
+      if (!why.empty()) {
+        spdlog::warn("{}: dropped {}", self->state.opts.name, why);
+        return;
+      }
       if (m.kind == serialization::tensor_kind::echo) {
         // A link probe's CAF channel; its data-plane echoes are answered
         // by the data plane itself.
         serialization::tensor_message reply;
         reply.kind = serialization::tensor_kind::echo_reply;
+        reply.job = m.job;
         reply.step = static_cast<int64_t>(m.payload.size());
         auto prober = caf::actor_cast<caf::actor>(self->current_sender());
         if (prober) // the prober does not answer: no sender needed
@@ -148,15 +184,58 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
     },
     [=](inventory_atom, int32_t tag)
       -> caf::result<inventory_atom, int32_t, std::string> {
+      auto why = refusal(self, "an inventory");
+      if (!why.empty())
+        return caf::make_error(caf::sec::runtime_error, why);
       return {inventory_atom::value, tag, self->state.store.inventory().dump()};
     },
-    [=](forget_atom) -> int64_t {
-      auto bytes = static_cast<int64_t>(self->state.store.bytes());
-      self->state.store.clear();
-      return bytes;
+    [=](claim_atom, int64_t job, int64_t last_step)
+      -> std::tuple<std::string, int64_t> {
+      auto& st = self->state;
+      const auto& name = st.opts.name;
+      const auto before = st.claim.claimant();
+      auto err = st.claim.take(job, last_step, self->current_sender());
+      if (!err.empty()) {
+        spdlog::warn("{}: refused job {}: {}", name, job, err);
+        return {name + " refused job " + std::to_string(job) + ": " + err,
+                int64_t{0}};
+      }
+      if (st.claim.claimant() != before) {
+        self->monitor(self->current_sender());
+        if (st.dp)
+          st.dp->serve_job(job);
+        spdlog::info("{}: serving job {}", name, job);
+      }
+      int64_t dropped = 0;
+      if (st.store_job != job) {
+        // Left in the store, an earlier job's snapshots (newer versions
+        // than this job has reached) would be restored by this one.
+        dropped = static_cast<int64_t>(st.store.bytes());
+        st.store.clear();
+        st.store_job = job;
+      }
+      return {std::string{}, dropped};
+    },
+    [=](release_atom, int64_t job) {
+      auto& st = self->state;
+      if (!refusal(self, "a release").empty())
+        return;
+      if (!st.claim.release(job)) {
+        spdlog::warn("{}: ignored a release of job {} ({} holds the node)",
+                     st.opts.name, job, st.claim.describe());
+        return;
+      }
+      if (st.store_job == job) {
+        st.store.clear();
+        st.store_job = 0;
+      }
+      free_node(self, "job " + std::to_string(job) + " released it");
     },
     [=](fetch_atom, const std::string& key, int64_t version)
       -> std::tuple<std::string, std::string> {
+      auto why = refusal(self, "a snapshot read");
+      if (!why.empty())
+        return {why, std::string{}};
       auto bytes = self->state.store.get(key, version);
       int first = 0, end = 0;
       // A range held in pieces (a replica's own and a neighbour's backup).
@@ -175,7 +254,12 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
       -> caf::typed_response_promise<std::string, std::string> {
       // Profiling takes seconds: a worker thread does it, so this device
       // keeps answering heartbeats.
+      auto why = refusal(self, "a profile request"); // before the promise takes the sender
       auto rp = self->make_response_promise<std::string, std::string>();
+      if (!why.empty()) {
+        rp.deliver(why, std::string{});
+        return rp;
+      }
       auto opts = self->state.opts;
       self->system().spawn<caf::detached>(
         [rp, opts, request](caf::event_based_actor*) mutable {
@@ -201,13 +285,20 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
     [=](probe_atom, const std::string& endpoint, int64_t bytes,
         int32_t repeats, int32_t path, int32_t stream)
       -> caf::typed_response_promise<std::string, int64_t, int64_t> {
+      auto why = refusal(self, "a link probe"); // before the promise takes the sender
       auto rp = self->make_response_promise<std::string, int64_t, int64_t>();
+      if (!why.empty()) {
+        rp.deliver(why, int64_t{0}, int64_t{0});
+        return rp;
+      }
       auto name = self->state.opts.name;
       auto my_endpoint = self->state.opts.endpoint;
       auto dp = self->state.dp;
+      // The peer's node serves the same job (or, between jobs, none).
+      const auto job = self->state.claim.job();
       self->system().spawn(
-        [rp, name, endpoint, bytes, repeats, path, stream, dp,
-         my_endpoint](caf::blocking_actor* w) mutable {
+        [rp, name, endpoint, bytes, repeats, path, stream, dp, my_endpoint,
+         job](caf::blocking_actor* w) mutable {
           auto fail = [&](const std::string& why) {
             rp.deliver(name + " -> " + endpoint + ": " + why, int64_t{0},
                        int64_t{0});
@@ -265,6 +356,7 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
           auto send = [&](std::string payload) {
             serialization::tensor_message m;
             m.kind = serialization::tensor_kind::echo;
+            m.job = job;
             m.step = static_cast<int64_t>(w->id());
             m.key = my_dp;
             m.payload = std::move(payload);
@@ -323,6 +415,8 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
       return rp;
     },
     [=](slow_atom, int32_t permille) {
+      if (!refusal(self, "a slowdown").empty())
+        return;
       if (permille < 1000) {
         spdlog::error("{}: ignored slowdown {} permille (must be >= 1000)",
                       self->state.opts.name, permille);
@@ -336,10 +430,21 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
       -> caf::typed_response_promise<std::string, caf::actor> {
+      // Before the promise: making it takes the sender from the message.
+      auto why = refusal(self, "a deployment");
       auto rp = self->make_response_promise<std::string, caf::actor>();
+      if (!why.empty()) {
+        rp.deliver(why, caf::actor{});
+        return rp;
+      }
       try {
         auto j = nlohmann::json::parse(spec_json);
         auto spec = replica_spec_from_json(j);
+        const auto& claim = self->state.claim;
+        if (spec.job != claim.job() || !claim.held())
+          throw std::invalid_argument("the spec names job " + std::to_string(spec.job)
+                                      + "; this node serves " + claim.describe()
+                                      + " (claim it first: ast_claim)");
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
@@ -370,6 +475,9 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
       self->state.deploying.erase(it);
     },
     [=](link_atom, const std::string& host, uint16_t port) -> std::string {
+      auto why = refusal(self, "a link request");
+      if (!why.empty())
+        return why;
       try {
         connect(self->system(), host, port, std::chrono::seconds(5));
         return {};
@@ -379,11 +487,15 @@ device_fun(device_actor::stateful_pointer<device_state> self, device_options opt
       }
     },
     [=](stop_atom) {
+      if (!refusal(self, "a stop").empty())
+        return;
       for (auto& r : self->state.replicas)
         caf::anon_send(r, stop_atom::value);
       self->state.replicas.clear();
     },
     [=](halt_atom, int64_t generation) {
+      if (!refusal(self, "a halt").empty())
+        return;
       auto& h = *self->state.halt_below;
       if (generation > h.load())
         h.store(generation);

@@ -102,10 +102,14 @@ replica_actor::behavior_type replica_fun(replica_self* self,
   auto receive = [=](serialization::tensor_message& m) {
     using serialization::tensor_kind;
     auto& s = self->state;
+    const auto what = serialization::to_string(m.kind);
+    if (m.job != e->spec.job) {
+      spdlog::error("{}: dropped {} of another job", name_of(*e), what);
+      return;
+    }
     // Tensors of another deployment: a replaced peer's last sends.
     if (m.generation != e->spec.generation)
       return;
-    const auto what = serialization::to_string(m.kind);
     if (m.step < (s.running ? s.step : s.step + 1)) {
       spdlog::error("{}: dropped {} for step {} (at step {})", name_of(*e),
                     what, m.step, s.step);

@@ -27,6 +27,7 @@ serialization::tensor_message outgoing(const replica_self* self,
                                        serialization::tensor_kind kind) {
   serialization::tensor_message m;
   m.kind = kind;
+  m.job = self->state.e->spec.job;
   m.generation = self->state.e->spec.generation;
   m.step = self->state.step;
   m.sender = static_cast<int32_t>(self->state.e->spec.replica);

@@ -35,6 +35,7 @@ json to_json(const replica_spec& s) {
               {"label", s.label},
               {"recv_timeout_ms", s.recv_timeout_ms},
               {"generation", s.generation},
+              {"job", s.job},
               {"snapshot_every", s.snapshot_every}};
 }
 
@@ -53,7 +54,7 @@ replica_spec read_spec(const json& j) {
                        "micro_batches", "shares", "prev_shares", "next_shares",
                        "stream", "loss", "optimizer", "credit_window",
                        "slowdown", "label", "recv_timeout_ms", "generation",
-                       "snapshot_every", "restore_version"});
+                       "job", "snapshot_every", "restore_version"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -91,6 +92,7 @@ replica_spec read_spec(const json& j) {
   read_required(j, f, "label", s.label);
   read_required(j, f, "recv_timeout_ms", s.recv_timeout_ms);
   read_optional(j, f, "generation", s.generation);
+  read_optional(j, f, "job", s.job);
   read_optional(j, f, "snapshot_every", s.snapshot_every);
   return s;
 }

@@ -6,6 +6,7 @@
 /// thread supervisor_engine.cpp gives it. Its members are defined by concern
 /// in supervisor_*.cpp; docs/runtime.md and docs/fault_tolerance.md describe
 /// the behaviour.
+#include "job_claim.hpp"
 #include "job_control.hpp"
 
 #include "asteroid/actors/heartbeat_monitor.hpp"
@@ -114,7 +115,10 @@ public:
       metrics_.set_observer(control_->on_record);
   }
 
-  ~supervisor() { stop_micro_batches(); }
+  ~supervisor() {
+    stop_micro_batches();
+    release_nodes();
+  }
 
   job_result run();
 
@@ -151,8 +155,13 @@ private:
   /// Throws, naming the fault and node, when a scripted fault cannot be
   /// injected into the nodes as they reported themselves (before any work).
   void check_faults() const;
-  /// Every device drops the snapshots it holds: they are an earlier job's.
-  void forget_snapshots();
+  /// Every device serves this job (`ast_claim`) and drops the snapshots of
+  /// an earlier one; throws naming a node that serves another job.
+  void claim_nodes();
+  /// Asks `handle` (node `who`) to serve this job: "" or why it refused.
+  std::string claim(const device_actor& handle, const std::string& who);
+  /// Every live device is done with this job (`ast_free`).
+  void release_nodes();
   std::optional<planner::model_profile> known_profile();
   /// Whether the job can profile and plan (a profile, a profile file or a
   /// planner): what known_profile() returns something for, without the copy.
@@ -335,6 +344,13 @@ private:
   /// Measured cluster (capabilities + link matrix), when links are measured.
   std::optional<planner::cluster> links_;
   planner::plan plan_;
+  /// This job's id, drawn afresh by every run: what the nodes serve and
+  /// every tensor names (job_claim.hpp).
+  int64_t job_id_ = draw_job_id();
+  /// The job's last step, the newest snapshot version it can write.
+  int64_t last_step_ = 0;
+  /// Devices this job holds (`claim`), released when it ends.
+  std::set<int> claimed_;
   int generation_ = 0;
   /// The step whose loads the current generation's replicas already hold.
   std::optional<int64_t> fed_step_;

@@ -20,6 +20,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 namespace asteroid::actors::detail {
 
 // -- deployment --------------------------------------------------------------------
@@ -197,24 +199,52 @@ void supervisor::link_nodes() {
     }
 }
 
-void supervisor::forget_snapshots() {
-  // A node outlives jobs. Left in its store, a finished job's snapshots
-  // (newer versions than this job has reached) would be restored by the
-  // first recovery of this one.
-  auto timeout = milliseconds(job_.connect_timeout_ms);
+void supervisor::claim_nodes() {
+  // A job that just ended in another program may still be releasing a
+  // node (its release, or its connection closing, races this claim): a
+  // refusal is asked again for a short while before it counts.
+  const auto patience = std::chrono::seconds(2);
   for (size_t d = 0; d < devices_.size(); ++d) {
-    int64_t bytes = 0;
-    std::string err;
-    self_->request(devices_[d], timeout, forget_atom::value)
-      .receive([&](int64_t b) { bytes = b; },
-               [&](caf::error& e) { err = sys_.render(e); });
-    if (!err.empty())
-      throw std::runtime_error("node " + who(static_cast<int>(d))
-                               + " did not drop an earlier job's snapshots: " + err);
-    if (bytes > 0)
-      spdlog::info("node {}: dropped {} bytes of snapshots of an earlier job",
-                   name_of(static_cast<int>(d)), bytes);
+    const auto until = clock::now() + patience;
+    auto err = claim(devices_[d], who(static_cast<int>(d)));
+    while (!err.empty() && clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      err = claim(devices_[d], who(static_cast<int>(d)));
+    }
+    if (!err.empty()) {
+      release_nodes(); // the ones claimed already
+      throw std::runtime_error(err);
+    }
+    claimed_.insert(static_cast<int>(d));
   }
+}
+
+std::string supervisor::claim(const device_actor& handle, const std::string& who) {
+  auto timeout = milliseconds(job_.connect_timeout_ms);
+  int64_t bytes = 0;
+  std::string err;
+  self_->request(handle, timeout, claim_atom::value, job_id_, last_step_)
+    .receive(
+      [&](std::string& e, int64_t b) {
+        err = std::move(e);
+        bytes = b;
+      },
+      [&](caf::error& e) { err = sys_.render(e); });
+  if (!err.empty())
+    return "node " + who + " cannot serve this job: " + err;
+  if (bytes > 0)
+    spdlog::info("node {}: dropped {} bytes of snapshots of an earlier job",
+                 who, bytes);
+  return {};
+}
+
+void supervisor::release_nodes() {
+  // Lost devices are not asked: if one comes back, the claim ends when it
+  // sees this supervisor go.
+  for (int d : claimed_)
+    if (!dead_.count(d))
+      self_->send(devices_[d], release_atom::value, job_id_);
+  claimed_.clear();
 }
 
 std::optional<replica_ref> supervisor::keepable(const planner::stage_plan& st, int d,
@@ -349,6 +379,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.slowdown = 1.0;
       spec.recv_timeout_ms = job_.step_timeout_ms;
       spec.generation = generation_;
+      spec.job = job_id_;
       spec.snapshot_every = snapshots_on() ? ft().snapshot_every : 0;
       auto d = st.devices[r];
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"

@@ -66,8 +66,10 @@ bool supervisor::remove_requested(int64_t step) {
     },
     step);
   // The node stays up for other jobs; this job's snapshots leave with it.
-  for (int d : leaving)
-    self_->send(devices_[d], forget_atom::value);
+  for (int d : leaving) {
+    self_->send(devices_[d], release_atom::value, job_id_);
+    claimed_.erase(d);
+  }
   fault_event("removed", {{"step", step},
                           {"nodes", names},
                           {"mode", mode},
@@ -149,6 +151,11 @@ bool supervisor::add_requested(int64_t step) {
       refuse(e.what());
       continue;
     }
+    // Claimed before the probes: the job's nodes take echoes of this job only.
+    if (auto err = claim(handle, endpoint); !err.empty()) {
+      refuse(err);
+      continue;
+    }
     // Direct links both ways with every live node, and their speeds where
     // the planner sees measured links, before the node counts as one of the
     // job's: a node that fails here is left out whole.
@@ -174,6 +181,7 @@ bool supervisor::add_requested(int64_t step) {
         }
     }
     if (!problem.empty()) {
+      self_->send(handle, release_atom::value, job_id_);
       refuse("cannot link it with the job's nodes: " + problem);
       continue;
     }
@@ -183,7 +191,7 @@ bool supervisor::add_requested(int64_t step) {
     nodes_.push_back(endpoint);
     speed_scale_.push_back(1.0);
     self_->monitor(handle);
-    self_->send(handle, forget_atom::value); // snapshots of an earlier job
+    claimed_.insert(d);
     if (links_) {
       // Speeds relative to where the profile was taken, as at the start.
       double reference = job_.profile_node >= 0

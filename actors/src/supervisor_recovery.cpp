@@ -269,6 +269,13 @@ void supervisor::reconnect_closed() {
                [&](caf::error& e) { err = sys_.render(e); });
     if (!err.empty())
       continue;
+    // A new process serves no job yet; one serving another job stays out
+    // (asked again a second later).
+    if (auto refused = claim(handle, nodes_[d]); !refused.empty()) {
+      spdlog::warn("{}", refused);
+      continue;
+    }
+    claimed_.insert(d);
     devices_[d] = handle;
     self_->monitor(handle);
     caps_[d] = json::parse(text);

@@ -17,7 +17,20 @@ namespace asteroid::actors::detail {
 job_result supervisor::run() {
   read_capabilities();
   check_faults();
-  forget_snapshots();
+  // The plan's batch size is the job's (initial_plan checks).
+  const auto B = job_.batch_size;
+  auto per_epoch = B > 0 ? train_->size() / B : 0;
+  if (per_epoch < 1)
+    throw std::invalid_argument("dataset has fewer samples than one batch");
+  if (job_.epochs > std::numeric_limits<int64_t>::max() / per_epoch)
+    throw std::invalid_argument("epochs (" + std::to_string(job_.epochs) + ") x "
+                                + std::to_string(per_epoch)
+                                + " steps per epoch does not fit a 64-bit step count");
+  int64_t total_steps = job_.epochs * per_epoch;
+  if (job_.max_steps >= 0)
+    total_steps = std::min(total_steps, job_.max_steps);
+  last_step_ = total_steps;
+  claim_nodes();
   speed_scale_.assign(devices_.size(), 1.0);
   if (!job_.plan && job_.measure_links
       && nodes_.size() == devices_.size()) {
@@ -66,18 +79,7 @@ job_result supervisor::run() {
     trace_.process_names[static_cast<int>(d)] = name_of(static_cast<int>(d));
     trace_.thread_names[{static_cast<int>(d), 999}] = "faults";
   }
-  const auto B = plan_.batch_size;
   data::sampler order{train_->size(), job_.seed};
-  auto per_epoch = train_->size() / B;
-  if (per_epoch < 1)
-    throw std::invalid_argument("dataset has fewer samples than one batch");
-  if (job_.epochs > std::numeric_limits<int64_t>::max() / per_epoch)
-    throw std::invalid_argument("epochs (" + std::to_string(job_.epochs) + ") x "
-                                + std::to_string(per_epoch)
-                                + " steps per epoch does not fit a 64-bit step count");
-  int64_t total_steps = job_.epochs * per_epoch;
-  if (job_.max_steps >= 0)
-    total_steps = std::min(total_steps, job_.max_steps);
   metrics_.emit("start", {{"model", job_.model},
                           {"stages", plan_.num_stages()},
                           {"micro_batches", plan_.micro_batches},

@@ -136,6 +136,7 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
       for (int m = 0; m < M; ++m) {
         serialization::tensor_message msg;
         msg.kind = kind;
+        msg.job = job_id_;
         msg.generation = generation_;
         msg.step = step;
         msg.micro_batch = m;

@@ -57,6 +57,7 @@ std::array<char, frame_header_size> encode_frame_header(const frame_header& h) {
   put(out.data(), 40, h.sender);
   put(out.data(), 44, h.key_size);
   put(out.data(), 48, h.payload_size);
+  put(out.data(), 56, h.job);
   return out;
 }
 
@@ -80,6 +81,7 @@ frame_header decode_frame_header(const char* in, const frame_limits& limits) {
   h.sender = get<std::int32_t>(in, 40);
   h.key_size = get<std::uint32_t>(in, 44);
   h.payload_size = get<std::uint64_t>(in, 48);
+  h.job = get<std::int64_t>(in, 56);
   if (h.key_size > limits.max_key)
     throw wire_error("data-plane frame: key of " + std::to_string(h.key_size)
                      + " bytes exceeds the limit of "

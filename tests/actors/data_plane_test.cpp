@@ -161,6 +161,33 @@ TEST_CASE("data plane: a bad frame closes that connection only") {
   CHECK(next_tensor(sink).payload == "still here");
 }
 
+TEST_CASE("data plane: a frame of another job closes its connection before its "
+          "payload is read") {
+  planes p;
+  caf::scoped_actor sink{*p.sys};
+  auto me = caf::actor_cast<caf::actor>(sink);
+  p.b->add_sink(me);
+  p.b->serve_job(41);
+  auto ours = msg(tensor_kind::activation, 1, 0, 0, "ours");
+  ours.job = 41;
+  REQUIRE(p.a->send(p.b_endpoint(), me.id(), ours));
+  CHECK(next_tensor(sink).payload == "ours");
+  // A header of job 42 claiming 1 GiB: the connection closes on the header.
+  frame_header theirs = serialization::frame_header_of(msg(tensor_kind::activation, 1), me.id());
+  theirs.job = 42;
+  theirs.payload_size = std::uint64_t{1} << 30;
+  auto bytes = serialization::encode_frame_header(theirs);
+  CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
+  CHECK(p.b->stats().bad_connections == 1);
+  CHECK(p.b->stats().frames_in == 1);
+  // Between jobs (0) a frame of job 41 is refused too.
+  p.b->serve_job(0);
+  bytes = serialization::encode_frame_header(
+    serialization::frame_header_of(ours, me.id()));
+  CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
+  CHECK(p.b->stats().bad_connections == 2);
+}
+
 TEST_CASE("data plane: frames to a node that does not answer are dropped, "
           "the sender does not hang") {
   actors::data_plane::options o;

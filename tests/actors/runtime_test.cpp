@@ -386,6 +386,11 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
     return ok;
   };
   REQUIRE(pong());
+  // This test is the job that holds the node.
+  const int64_t job_id = 7;
+  self->request(dev, timeout, actors::claim_atom::value, job_id, int64_t{100})
+    .receive([&](std::string& e, int64_t) { REQUIRE(e.empty()); },
+             [&](caf::error& e) { FAIL(sys.render(e)); });
   // Malformed deploy: not JSON, JSON without fields, bad weights.
   auto deploy = [&](const std::string& spec, const std::string& weights) {
     std::string err = "no reply";
@@ -403,6 +408,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   spec.end_layer = 3;
   spec.batch_size = 8;
   spec.shares = {8};
+  spec.job = job_id;
   // A stream that would send to a stage that does not exist, or that never
   // steps, is refused on arrival: a replica runs only checked streams.
   spec.stream = {{planner::op::send_activation, 0, 1}};
@@ -443,6 +449,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
                      int32_t sender, std::string payload) {
     serialization::tensor_message m;
     m.kind = kind;
+    m.job = job_id;
     m.generation = spec.generation;
     m.micro_batch = mb;
     m.sender = sender;
@@ -454,6 +461,10 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   garbage(serialization::tensor_kind::input, 99, -1, "");
   garbage(serialization::tensor_kind::gradient, 0, 7, "");
   garbage(static_cast<serialization::tensor_kind>(200), 0, 0, "");
+  serialization::tensor_message foreign;
+  foreign.kind = serialization::tensor_kind::activation;
+  foreign.job = job_id + 1;
+  self->send(replica, actors::tensor_atom::value, std::move(foreign));
   self->send(replica, actors::ack_atom::value, int64_t{spec.generation}, int32_t{5},
              int32_t{-1});
   self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
@@ -472,6 +483,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   CHECK_THAT(log, Catch::Contains("deploy failed"));
   CHECK_THAT(log, Catch::Contains("unexpected message"));
   CHECK_THAT(log, Catch::Contains("dropped"));
+  CHECK_THAT(log, Catch::Contains("dropped activation of another job"));
 }
 
 TEST_CASE("a node answers pings within milliseconds while its replicas "

@@ -9,6 +9,7 @@ using namespace asteroid::serialization;
 TEST_CASE("frame headers round-trip every field of a tensor message", "[frame]") {
   tensor_message m;
   m.kind = tensor_kind::gradient;
+  m.job = 0x7edcba9876543210LL;
   m.generation = 3;
   m.step = -42;
   m.micro_batch = 7;
@@ -24,6 +25,7 @@ TEST_CASE("frame headers round-trip every field of a tensor message", "[frame]")
   CHECK(back.destination == 0x0123456789abcdefULL);
   auto got = message_of(back, m.key, m.payload);
   CHECK(got.kind == m.kind);
+  CHECK(got.job == m.job);
   CHECK(got.generation == m.generation);
   CHECK(got.step == m.step);
   CHECK(got.micro_batch == m.micro_batch);
@@ -67,6 +69,8 @@ TEST_CASE("bad frame headers name their problem", "[frame]") {
   b = good;
   b[4] = 1; // the first format, before tensor messages
   expect(b, {}, "unsupported version 1");
+  b[4] = 2; // the format before frames named their job
+  expect(b, {}, "unsupported version 2");
   b = good;
   b[5] = 0;
   expect(b, {}, "unknown kind 0");

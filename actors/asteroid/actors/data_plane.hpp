@@ -18,7 +18,9 @@
 /// the sender wait (backpressure), up to `queue_wait`, then the frame is
 /// dropped and `send` says so. Frames for an actor that is gone are
 /// dropped: after a recovery, stale frames of an old generation name actor
-/// ids nobody registers again. Malformed input closes that connection only.
+/// ids nobody registers again. Malformed input closes that connection only,
+/// and so does a frame of a job other than the one the node serves
+/// (`serve_job`), before any of its payload is read.
 #include "asteroid/serialization/frame.hpp"
 
 #include <caf/all.hpp>
@@ -61,6 +63,10 @@ public:
   data_plane& operator=(const data_plane&) = delete;
 
   uint16_t port() const { return port_; }
+  /// Frames are accepted only when they name job `job` (0: none, between
+  /// jobs). Set by the node's device when a job claims or frees it.
+  void serve_job(int64_t job) { job_ = job; }
+  int64_t job() const { return job_; }
   /// Frames whose destination is `a.id()` are delivered to `a` until it
   /// terminates.
   void add_sink(const caf::actor& a);
@@ -95,6 +101,7 @@ private:
   int listener_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> job_{0};
   std::thread acceptor_;
   mutable std::mutex mu_; ///< guards sinks_, outgoing_, incoming_, stats_
   std::map<caf::actor_id, caf::actor> sinks_;

@@ -48,7 +48,8 @@ using fail_atom = caf::atom_constant<caf::atom("ast_fail")>;
 using stop_atom = caf::atom_constant<caf::atom("ast_stop")>;
 using inventory_atom = caf::atom_constant<caf::atom("ast_inv")>;
 using fetch_atom = caf::atom_constant<caf::atom("ast_fetch")>;
-using forget_atom = caf::atom_constant<caf::atom("ast_forget")>;
+using claim_atom = caf::atom_constant<caf::atom("ast_claim")>;
+using release_atom = caf::atom_constant<caf::atom("ast_free")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("ast_hb")>;
 using slow_atom = caf::atom_constant<caf::atom("ast_slow")>;
 using profile_atom = caf::atom_constant<caf::atom("ast_prof")>;
@@ -79,6 +80,12 @@ enum peer_role : int32_t {
 
 /// The actor a node publishes (device.cpp). Messages that match none of
 /// these (from any peer) are logged and dropped; the device keeps serving.
+///
+/// A node serves one job at a time (`ast_claim`). While a job holds it, the
+/// messages below act only when they come from the claimant's process or
+/// the node's own; tensors only when they name the job; the rest are
+/// refused (an error reply, or logged and dropped). Capabilities, pings and
+/// heartbeats answer anyone.
 using device_actor = caf::typed_actor<
   /// Capabilities as JSON (name, memory, threads, slowdown, data port...).
   caf::replies_to<caps_atom>::with<std::string>,
@@ -89,8 +96,14 @@ using device_actor = caf::typed_actor<
   caf::reacts_to<tensor_atom, serialization::tensor_message>,
   /// The snapshots held, as JSON, tagged with the asker's tag.
   caf::replies_to<inventory_atom, int32_t>::with<inventory_atom, int32_t, std::string>,
-  /// Drops every snapshot (a new job); replies with the bytes dropped.
-  caf::replies_to<forget_atom>::with<int64_t>,
+  /// Serve job `job` (> 0) whose last snapshot version is `last_step`,
+  /// for the sender (monitored: the node is free again when it goes down):
+  /// error (another job holds the node), bytes of an earlier job's
+  /// snapshots dropped.
+  caf::replies_to<claim_atom, int64_t, int64_t>::with<std::string, int64_t>,
+  /// Job `job` is done with this node: its snapshots are dropped and the
+  /// node is free.
+  caf::reacts_to<release_atom, int64_t>,
   /// A snapshot of a layer range at a version: error, encoded stage state.
   caf::replies_to<fetch_atom, std::string, int64_t>::with<std::string, std::string>,
   /// Profiles a model here (request JSON): error, profile JSON.
@@ -102,7 +115,8 @@ using device_actor = caf::typed_actor<
   /// New emulated slowdown (permille >= 1000) for the device and its replicas.
   caf::reacts_to<slow_atom, int32_t>,
   /// Builds a replica (spec JSON, encoded state; empty state and the spec's
-  /// restore_version: from this node's snapshots): error, replica.
+  /// restore_version: from this node's snapshots) for the job that holds
+  /// the node (the spec names it): error, replica.
   caf::replies_to<deploy_atom, std::string, std::string>::with<std::string, caf::actor>,
   /// A built replica handed back by the device's own builder (id, error).
   caf::reacts_to<adopt_atom, int64_t, std::string, caf::actor>,

@@ -47,6 +47,8 @@ struct replica_spec {
   /// Deployment generation: bumped by every recovery, so that reports and
   /// failures of replicas from before a fault can be told apart.
   int generation = 0;
+  /// The job it serves (job_claim.hpp): it drops tensors of any other.
+  int64_t job = 0;
   /// Snapshot (weights + optimizer state) at the start of every step that
   /// is a multiple of this, to the home device and to the backup device
   /// (`peer_backup`); 0: never.

@@ -31,8 +31,8 @@
 ///   device (its index in the job's devices or nodes) out of the job at the
 ///   next step boundary: its replicas' state is gathered, the plan patched
 ///   around it and deployed (event "removed"; replicas elsewhere that keep
-///   their layers keep running), it forgets the job's snapshots and is not
-///   admitted again. Refused before start, after the end, for an index out
+///   their layers keep running), it is released (drops the job's
+///   snapshots, free for another job) and is not admitted again. Refused before start, after the end, for an index out
 ///   of range, and (event "remove_refused") when no device would be left.
 /// - `ast_jadd, string endpoint` -> error text ("": accepted): adds the node
 ///   at "host:port" (`asteroid node --listen`) at the next step boundary:

@@ -15,7 +15,7 @@ namespace asteroid::serialization {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_message& x) {
   return f(caf::meta::type_name("asteroid::tensor_message"), x.kind,
-           x.generation, x.step, x.micro_batch, x.piece, x.sender, x.key,
+           x.job, x.generation, x.step, x.micro_batch, x.piece, x.sender, x.key,
            x.payload);
 }
 

@@ -7,7 +7,7 @@
 ///
 ///     offset  size  field
 ///     0       4     magic "ASTF"
-///     4       1     u8 format version (2)
+///     4       1     u8 format version (3)
 ///     5       1     u8 kind (tensor_kind)
 ///     6       2     reserved, 0
 ///     8       8     u64 destination: actor id on the receiving node
@@ -18,7 +18,8 @@
 ///     40      4     i32 sender
 ///     44      4     u32 key byte count
 ///     48      8     u64 payload byte count
-///     56      key bytes, then payload bytes
+///     56      8     i64 job
+///     64      key bytes, then payload bytes
 ///
 /// The header is checked before anything is allocated: a peer can only ever
 /// cause a wire_error, never an allocation beyond `frame_limits`.
@@ -31,8 +32,8 @@
 
 namespace asteroid::serialization {
 
-inline constexpr std::size_t frame_header_size = 56;
-inline constexpr std::uint8_t frame_version = 2;
+inline constexpr std::size_t frame_header_size = 64;
+inline constexpr std::uint8_t frame_version = 3;
 
 /// The tensor's identity, where it goes and how many bytes follow.
 struct frame_header : tensor_identity {

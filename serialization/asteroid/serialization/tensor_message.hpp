@@ -35,6 +35,9 @@ std::string to_string(tensor_kind k);
 /// Which tensor it is: the fields a frame header carries too (frame.hpp).
 struct tensor_identity {
   tensor_kind kind = tensor_kind::activation;
+  /// The job it belongs to (0: none, e.g. a probe between idle nodes): a
+  /// node serves one job at a time and drops every tensor of another.
+  std::int64_t job = 0;
   /// The deployment of the job it belongs to: a receiver drops tensors of
   /// another one (what a replaced replica sent before it stopped).
   std::int64_t generation = 0;
