@@ -28,7 +28,7 @@ tensor_message sample(int32_t mb) {
 }
 
 /// What `self` receives within 10 s, and from whom (kind 0: nothing).
-std::pair<tensor_message, caf::actor_addr> next_tensor(caf::scoped_actor& self) {
+std::pair<tensor_message, caf::actor_addr> next_tensor_and_sender(caf::scoped_actor& self) {
   std::pair<tensor_message, caf::actor_addr> got;
   got.first.kind = static_cast<tensor_kind>(0);
   self->receive(
@@ -71,13 +71,13 @@ TEST_CASE("channel: the CAF and the TCP backend deliver the same message") {
   CHECK(tcp_link->describe().find(endpoint) != std::string::npos);
 
   CHECK(caf_link->send(sender.ptr(), sample(0)).empty());
-  auto [by_caf, from] = next_tensor(receiver);
+  auto [by_caf, from] = next_tensor_and_sender(receiver);
   check_same(by_caf, sample(0));
   CHECK(from == sender->address()); // a CAF receiver can answer it
   for (int mb = 1; mb <= 3; ++mb)
     CHECK(tcp_link->send(sender.ptr(), sample(mb)).empty());
   for (int mb = 1; mb <= 3; ++mb) // in order
-    check_same(next_tensor(receiver).first, sample(mb));
+    check_same(next_tensor_and_sender(receiver).first, sample(mb));
   here->stop();
   there->stop();
 }
