@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps (median kept)");
   app.add_option("--repeats", repeats, "interleaved streams per transfer size and path");
   app.add_option("--rounds", rounds, "interleaved rounds of the step comparison");
-  app.add_option("--base-port", port, "first of 10 ports used (port .. port + 9)");
+  app.add_option("--base-port", port, "first of 12 ports used (port .. port + 11)");
   CLI11_PARSE(app, argc, argv);
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "runtime_bench: the asteroid program is not built\n");
@@ -358,38 +358,63 @@ int main(int argc, char** argv) {
   actors::configure(cfg);
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(3));
+  // The same two nodes with the cluster's credentials: every connection TLS
+  // (docs/security.md), driven by a program with its own credentials.
+  auto tls_co = co;
+  tls_co.base_port = static_cast<uint16_t>(port + 10);
+  tls_co.tls = true;
+  actors::local_cluster tls_cluster{tls_co};
+  caf::actor_system_config tls_cfg;
+  actors::net_options tls_net;
+  tls_net.tls = actors::credentials::from_folder(tls_cluster.credentials_folder());
+  actors::configure(tls_cfg, tls_net);
+  caf::actor_system tls_sys{tls_cfg};
+  auto tls_devices = actors::connect_all(tls_sys, tls_cluster.endpoints(),
+                                         std::chrono::seconds(3));
   std::printf("\nStreams of tensor-sized messages on loopback, node process to node "
-              "process (data plane, CAF) and process to process (raw TCP): "
-              "bandwidth = stream bytes / time until the last echo, fastest of "
-              "%d interleaved streams per path\n\n| size | messages per stream | "
-              "data plane MB/s | CAF 0.17 message MB/s | raw TCP MB/s | data plane "
-              "/ raw | CAF / raw |\n|---|---|---|---|---|---|---|\n",
+              "process (data plane and CAF, plain TCP and TLS with the cluster's "
+              "credentials) and process to process (raw TCP): bandwidth = stream "
+              "bytes / time until the last echo, fastest of %d interleaved streams "
+              "per path\n\n| size | messages per stream | data plane MB/s | TLS data "
+              "plane MB/s | TLS / plain data plane | CAF 0.17 message MB/s | TLS CAF "
+              "MB/s | raw TCP MB/s | data plane / raw | CAF / raw |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n",
               repeats);
   for (int64_t mib : {1, 16}) {
     auto bytes = mib << 20;
     auto count = stream_count(bytes);
-    double dp_bw = 0, caf_bw = 0, raw_bw = 0;
+    double dp_bw = 0, tls_dp_bw = 0, caf_bw = 0, tls_caf_bw = 0, raw_bw = 0;
     for (int r = 0; r < repeats; ++r) {
       actors::link_probe_options lp;
       lp.bytes = bytes;
       lp.stream = count;
-      lp.path = actors::probe_data_plane;
-      auto d = actors::measure_link(sys, devices[0], cluster.endpoints()[1], lp)
-                 .bandwidth_Bps;
-      lp.path = actors::probe_caf;
-      auto c = actors::measure_link(sys, devices[0], cluster.endpoints()[1], lp)
-                 .bandwidth_Bps;
+      auto stream = [&](caf::actor_system& s, const actors::device_actor& from,
+                        const std::string& to, actors::probe_path path) {
+        lp.path = path;
+        return actors::measure_link(s, from, to, lp).bandwidth_Bps;
+      };
+      auto d = stream(sys, devices[0], cluster.endpoints()[1], actors::probe_data_plane);
+      auto td = stream(tls_sys, tls_devices[0], tls_cluster.endpoints()[1],
+                       actors::probe_data_plane);
+      auto c = stream(sys, devices[0], cluster.endpoints()[1], actors::probe_caf);
+      auto tc = stream(tls_sys, tls_devices[0], tls_cluster.endpoints()[1],
+                       actors::probe_caf);
       auto t = raw_tcp_stream_Bps(bytes, count,
                                   static_cast<uint16_t>(port + (mib == 1 ? 5 : 6)));
-      std::fprintf(stderr, "%lld MiB stream %d: data plane %.1f, CAF %.1f, raw TCP "
-                           "%.1f MB/s\n",
-                   static_cast<long long>(mib), r + 1, d / 1e6, c / 1e6, t / 1e6);
+      std::fprintf(stderr, "%lld MiB stream %d: data plane %.1f, TLS data plane %.1f, "
+                           "CAF %.1f, TLS CAF %.1f, raw TCP %.1f MB/s\n",
+                   static_cast<long long>(mib), r + 1, d / 1e6, td / 1e6, c / 1e6,
+                   tc / 1e6, t / 1e6);
       dp_bw = std::max(dp_bw, d);
+      tls_dp_bw = std::max(tls_dp_bw, td);
       caf_bw = std::max(caf_bw, c);
+      tls_caf_bw = std::max(tls_caf_bw, tc);
       raw_bw = std::max(raw_bw, t);
     }
-    std::printf("| %lld MiB | %d | %.1f | %.1f | %.1f | %.3f | %.3f |\n",
-                static_cast<long long>(mib), count, dp_bw / 1e6, caf_bw / 1e6,
+    std::printf("| %lld MiB | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.3f | "
+                "%.3f |\n",
+                static_cast<long long>(mib), count, dp_bw / 1e6, tls_dp_bw / 1e6,
+                dp_bw > 0 ? tls_dp_bw / dp_bw : 0.0, caf_bw / 1e6, tls_caf_bw / 1e6,
                 raw_bw / 1e6, raw_bw > 0 ? dp_bw / raw_bw : 0.0,
                 raw_bw > 0 ? caf_bw / raw_bw : 0.0);
   }
@@ -397,26 +422,39 @@ int main(int argc, char** argv) {
   // what they send to a configured rate (the testbed's loopback fallback;
   // in network namespaces `tc` shapes the veth instead, docs/benchmarks.md).
   std::printf("\nStreams on paced loopback links (`asteroid node --link-rate`): 16 "
-              "messages of 1 MiB, fastest of %d streams\n\n| configured Mbit/s | "
-              "data plane Mbit/s | data plane / configured |\n|---|---|---|\n",
+              "messages of 1 MiB, fastest of %d streams, plain TCP and TLS with the "
+              "cluster's credentials\n\n| configured Mbit/s | data plane Mbit/s | "
+              "TLS data plane Mbit/s | data plane / configured | TLS / plain |\n"
+              "|---|---|---|---|---|\n",
               std::min(repeats, 3));
   for (double mbps : {100.0, 1000.0}) {
-    actors::local_cluster::options po = co;
-    po.base_port = static_cast<uint16_t>(port + (mbps < 500 ? 7 : 8));
-    po.link_rate_mbps = mbps;
-    actors::local_cluster paced{po};
-    auto paced_devices = actors::connect_all(sys, paced.endpoints(),
-                                             std::chrono::seconds(3));
-    actors::link_probe_options lp;
-    lp.bytes = 1 << 20;
-    lp.stream = 16;
-    lp.path = actors::probe_data_plane;
-    double best = 0;
-    for (int r = 0; r < std::min(repeats, 3); ++r)
-      best = std::max(best, actors::measure_link(sys, paced_devices[0],
-                                                 paced.endpoints()[1], lp)
-                              .bandwidth_Bps);
-    std::printf("| %.0f | %.1f | %.3f |\n", mbps, best * 8e-6, best * 8e-6 / mbps);
+    double best[2] = {0, 0};
+    for (bool tls : {false, true}) {
+      actors::local_cluster::options po = co;
+      po.base_port = static_cast<uint16_t>(port + (mbps < 500 ? 7 : 8));
+      po.link_rate_mbps = mbps;
+      po.tls = tls;
+      actors::local_cluster paced{po};
+      caf::actor_system_config pcfg;
+      actors::net_options pnet;
+      if (tls)
+        pnet.tls = actors::credentials::from_folder(paced.credentials_folder());
+      actors::configure(pcfg, pnet);
+      caf::actor_system psys{pcfg};
+      auto paced_devices = actors::connect_all(psys, paced.endpoints(),
+                                               std::chrono::seconds(3));
+      actors::link_probe_options lp;
+      lp.bytes = 1 << 20;
+      lp.stream = 16;
+      lp.path = actors::probe_data_plane;
+      for (int r = 0; r < std::min(repeats, 3); ++r)
+        best[tls] = std::max(best[tls], actors::measure_link(psys, paced_devices[0],
+                                                             paced.endpoints()[1], lp)
+                                          .bandwidth_Bps);
+    }
+    std::printf("| %.0f | %.1f | %.1f | %.3f | %.3f |\n", mbps, best[0] * 8e-6,
+                best[1] * 8e-6, best[0] * 8e-6 / mbps,
+                best[0] > 0 ? best[1] / best[0] : 0.0);
   }
   return 0;
 }
