@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev          # LibTorch 1.13.1, CPU build
-  libcaf-dev            # C++ Actor Framework 0.17.6
+  libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
+  libssl-dev            # OpenSSL: TLS of the data plane, `asteroid keys`
   libcereal-dev libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   catch2 libbenchmark-dev
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist

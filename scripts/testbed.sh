@@ -65,7 +65,10 @@
 # Environment of `-- COMMAND`: ASTEROID_NODES (HOST:PORT,...), ASTEROID_TESTBED_ID,
 # ASTEROID_TESTBED_MODE (netns or loopback), ASTEROID_TESTBED_NAMESPACES (comma-separated,
 # empty in loopback mode), ASTEROID_TESTBED_IPS, ASTEROID_TESTBED_NODE_PIDS,
-# ASTEROID_TESTBED_LOG_DIR, ASTEROID_TESTBED_DILATION. The command runs in its own session (setsid).
+# ASTEROID_TESTBED_LOG_DIR, ASTEROID_TESTBED_DILATION, ASTEROID_CREDENTIALS (the member folder
+# to connect to the nodes with: `asteroid job/probe --credentials "$ASTEROID_CREDENTIALS"`; the
+# nodes accept only TLS with the testbed's throw-away credentials). The command runs in its own
+# session (setsid).
 #
 # Exit status: the job's or the command's; 128+N after signal N; 1 on a setup error or when a
 # node dies while no job runs.
@@ -412,6 +415,12 @@ trap 'on_signal HUP 1' HUP
 work=$(mktemp -d "${TMPDIR:-/tmp}/asteroid-testbed-$id.XXXXXX")
 log_dir=${keep_logs:-$work/logs}
 mkdir -p "$log_dir" || die "cannot create the log folder $log_dir"
+# Throw-away credentials (docs/security.md): node i is member node<i>, the job or command is
+# member "job"; the nodes accept only TLS with them. They go with $work.
+members=job
+for (( i = 0; i < n; ++i )); do members+=",node$i"; done
+keys_out=$("$exe" keys --out "$work/keys" --members "$members" --days 2 2>&1) \
+  || die "cannot make the testbed's credentials: $keys_out"
 
 # -- network --------------------------------------------------------------------------------------
 # A /24 in 198.18.0.0/15 that no interface here uses.
@@ -590,7 +599,8 @@ for (( i = 0; i < n; ++i )); do
   printf '%-14s %-22s %-9s %-11s %-10s %-11s %s\n' "${names[i]}" "${endpoints[i]}" \
     "${slowdowns[i]}" "${memories[i]}" "$up" "$down" "$lat" >&2
   node_cmd=("$exe" node --listen "${endpoints[i]}" --name "${names[i]}" \
-            --memory "${memories[i]}" --slowdown "${slowdowns[i]}" --threads "$threads")
+            --memory "${memories[i]}" --slowdown "${slowdowns[i]}" --threads "$threads" \
+            --credentials "$work/keys/node$i")
   if [[ $mode != netns ]] && (( shape )); then
     # No tc here: the node paces its own tensor traffic to its uplink.
     node_cmd+=(--link-rate "$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')")
@@ -640,10 +650,11 @@ if [[ -n $job ]]; then
     || die "cannot read job file $job"
   run_what="job"
   log "running job $job on the testbed"
-  "$exe" job --config "$work/job.json" &
+  "$exe" job --config "$work/job.json" --credentials "$work/keys/job" &
   run_pid=$!
 elif (( ${#command[@]} )); then
   export ASTEROID_NODES=$nodes_csv ASTEROID_TESTBED_ID=$id ASTEROID_TESTBED_MODE=$mode
+  export ASTEROID_CREDENTIALS=$work/keys/job
   export ASTEROID_TESTBED_NAMESPACES=$(IFS=,; echo "${namespaces[*]}")
   export ASTEROID_TESTBED_IPS=$(IFS=,; echo "${ips[*]}")
   export ASTEROID_TESTBED_NODE_PIDS=$(IFS=,; echo "${node_pids[*]}")

@@ -2,6 +2,7 @@
 // endpoints, and connecting to a node with a timeout (protocol.hpp).
 #include "asteroid/actors/protocol.hpp"
 
+#include <caf/openssl/manager.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -12,8 +13,24 @@
 
 namespace asteroid::actors {
 
+namespace detail {
+bool openssl_error_queue_fix_linked(); // openssl_error_queue.cpp
+} // namespace detail
+
 void configure(caf::actor_system_config& cfg, const net_options& net) {
   cfg.load<caf::io::middleman>();
+  if (!net.tls.empty()) {
+    // CAF raises a bare "cannot load certificate" on a bad file, from inside
+    // the actor system's start; checking here names the file instead.
+    net.tls.check();
+    // CAF's OpenSSL module needs the error-queue fix: referring to it links
+    // openssl_error_queue.cpp into every program that gets here.
+    detail::openssl_error_queue_fix_linked();
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = net.tls.cert;
+    cfg.openssl_key = net.tls.key;
+    cfg.openssl_cafile = net.tls.ca;
+  }
   add_tensor_message_type(cfg);
   cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
   cfg.set("middleman.connection-timeout",
@@ -27,6 +44,10 @@ void configure(caf::actor_system_config& cfg, const net_options& net) {
   // message is enqueued for it, which wakes it through its condition
   // variable.
   cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+}
+
+bool uses_tls(caf::actor_system& sys) {
+  return sys.has_openssl_manager();
 }
 
 std::pair<std::string, uint16_t> parse_endpoint(const std::string& text) {
@@ -67,7 +88,8 @@ caf::actor connect(caf::actor_system& sys, const std::string& host,
       deadline - clock::now());
     bool dropped_in_handshake = false;
     self
-      ->request(sys.middleman().actor_handle(),
+      ->request(uses_tls(sys) ? sys.openssl_manager().actor_handle()
+                              : sys.middleman().actor_handle(),
                 std::max(left, std::chrono::milliseconds(1)),
                 caf::connect_atom::value, host, port)
       .receive(
@@ -84,6 +106,20 @@ caf::actor connect(caf::actor_system& sys, const std::string& host,
                     ? "no answer within " + std::to_string(timeout.count())
                         + " ms"
                     : sys.render(e);
+          // CAF's TLS client checks the node's certificate inside its
+          // first SSL_connect when the node answers fast enough, and then
+          // reports cannot_connect_to_node instead of a dropped handshake.
+          if (e == caf::sec::cannot_connect_to_node && uses_tls(sys))
+            error += " (if the node is up: with TLS, the node's certificate "
+                     "is not signed by this program's CA, or the node speaks "
+                     "no TLS)";
+          if (e == caf::sec::disconnect_during_handshake)
+            error += uses_tls(sys)
+                       ? " (with TLS: a node refuses a certificate that its "
+                         "cluster's CA did not sign, and a node without "
+                         "credentials speaks no TLS)"
+                       : " (a node with credentials accepts only TLS: give "
+                         "this program the cluster's credentials)";
         });
     dropped += dropped_in_handshake;
     if (result || !dropped_in_handshake || clock::now() >= deadline)

@@ -2,6 +2,8 @@
 
 #include "asteroid/actors/protocol.hpp"
 
+#include "tls_stream.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
@@ -62,12 +64,26 @@ struct pacer {
   }
 };
 
-bool write_all(int fd, const char* p, size_t n, pacer& pace, bool more) {
+/// One connection's bytes: the socket itself, or TLS over it.
+struct link_io {
+  int fd = -1;
+  detail::tls_stream* tls = nullptr;
+  ssize_t send(const char* p, size_t n, bool more) const {
+    if (tls)
+      return tls->write(p, n);
+    return ::send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+  }
+  ssize_t recv(char* p, size_t n) const {
+    return tls ? tls->read(p, n) : ::recv(fd, p, n, 0);
+  }
+};
+
+bool write_all(const link_io& io, const char* p, size_t n, pacer& pace, bool more) {
   constexpr size_t slice = 64 << 10;
   while (n > 0) {
     auto want = pace.rate_Bps > 0 ? std::min(n, slice) : n;
     pace.before(want);
-    auto k = ::send(fd, p, want, MSG_NOSIGNAL | (more || want < n ? MSG_MORE : 0));
+    auto k = io.send(p, want, more || want < n);
     if (k < 0 && errno == EINTR) {
       pace.after(want, 0);
       continue;
@@ -81,9 +97,9 @@ bool write_all(int fd, const char* p, size_t n, pacer& pace, bool more) {
   return true;
 }
 
-bool read_all(int fd, char* p, size_t n) {
+bool read_all(const link_io& io, char* p, size_t n) {
   while (n > 0) {
-    auto k = ::recv(fd, p, n, 0);
+    auto k = io.recv(p, n);
     if (k < 0 && errno == EINTR)
       continue;
     if (k <= 0)
@@ -170,11 +186,14 @@ struct data_plane::outgoing {
   std::deque<frame> queue;
   bool stop = false;
   int fd = -1;
+  std::unique_ptr<detail::tls_stream> tls;
   std::thread writer;
 };
 
 struct data_plane::incoming {
   int fd = -1;
+  std::string peer; ///< "address:port", for the log
+  std::unique_ptr<detail::tls_stream> tls;
   std::atomic<bool> done{false};
   std::thread reader;
 };
@@ -186,6 +205,8 @@ std::shared_ptr<data_plane> data_plane::start(options opts) {
 }
 
 data_plane::data_plane(options opts) : opts_(std::move(opts)) {
+  if (!opts_.tls.empty())
+    tls_ = std::make_unique<detail::tls_context>(opts_.tls);
   auto where = opts_.host + ":" + std::to_string(opts_.port);
   auto* res = resolve(opts_.host, opts_.port, true);
   listener_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -323,6 +344,16 @@ void data_plane::write_loop(outgoing* o) {
     if (o->fd < 0) {
       std::string why;
       int fd = open_connection(o->endpoint, opts_.connect_timeout, why);
+      std::unique_ptr<detail::tls_stream> tls;
+      if (fd >= 0 && tls_) {
+        tls = detail::tls_stream::handshake(*tls_, fd, false,
+                                            opts_.handshake_timeout, why);
+        if (!tls) {
+          why = "TLS handshake failed: " + why;
+          ::close(fd);
+          fd = -1;
+        }
+      }
       {
         std::lock_guard<std::mutex> lock{o->mu};
         if (o->stop) {
@@ -331,6 +362,7 @@ void data_plane::write_loop(outgoing* o) {
           return;
         }
         o->fd = fd;
+        o->tls = std::move(tls);
       }
       if (fd < 0) {
         if (!reported)
@@ -344,11 +376,12 @@ void data_plane::write_loop(outgoing* o) {
     }
     // MSG_MORE holds a part back only while another part follows: a frame
     // whose key or payload is empty must not leave its header corked.
-    bool ok = write_all(o->fd, f.header.data(), f.header.size(), pace,
+    link_io io{o->fd, o->tls.get()};
+    bool ok = write_all(io, f.header.data(), f.header.size(), pace,
                         !f.key.empty() || !f.payload.empty())
-              && write_all(o->fd, f.key.data(), f.key.size(), pace,
+              && write_all(io, f.key.data(), f.key.size(), pace,
                            !f.payload.empty())
-              && write_all(o->fd, f.payload.data(), f.payload.size(), pace, false);
+              && write_all(io, f.payload.data(), f.payload.size(), pace, false);
     if (ok) {
       count([&](counters& c) {
         ++c.frames_out;
@@ -362,6 +395,7 @@ void data_plane::write_loop(outgoing* o) {
     if (o->stop)
       return;
     spdlog::warn("data plane: connection to {} broke: {}", o->endpoint, why);
+    o->tls.reset();
     ::close(o->fd);
     o->fd = -1;
   }
@@ -372,9 +406,14 @@ void data_plane::accept_loop() {
     pollfd p{listener_, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0)
       continue;
-    int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&from), &from_len,
+                       SOCK_CLOEXEC);
     if (fd < 0)
       continue;
+    char address[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &from.sin_addr, address, sizeof address);
     set_nodelay(fd);
     std::lock_guard<std::mutex> guard{mu_};
     if (stopping_) {
@@ -392,14 +431,31 @@ void data_plane::accept_loop() {
       }
     auto in = std::make_unique<incoming>();
     in->fd = fd;
+    in->peer = std::string(address) + ":" + std::to_string(ntohs(from.sin_port));
     in->reader = std::thread([this, p = in.get()] { read_loop(p); });
     incoming_.push_back(std::move(in));
   }
 }
 
 void data_plane::read_loop(incoming* in) {
+  if (tls_) {
+    // In this thread, so a slow or silent peer holds up nobody else.
+    std::string why;
+    in->tls = detail::tls_stream::handshake(*tls_, in->fd, true,
+                                            opts_.handshake_timeout, why);
+    if (!in->tls) {
+      spdlog::warn("data plane: refused a connection from {}: TLS handshake "
+                   "failed: {}",
+                   in->peer, why);
+      count([](counters& c) { ++c.refused_handshakes; });
+      ::shutdown(in->fd, SHUT_RDWR);
+      in->done = true;
+      return;
+    }
+  }
+  link_io io{in->fd, in->tls.get()};
   std::array<char, serialization::frame_header_size> raw;
-  while (read_all(in->fd, raw.data(), raw.size())) {
+  while (read_all(io, raw.data(), raw.size())) {
     frame_header h;
     try {
       h = serialization::decode_frame_header(raw.data(), opts_.limits);
@@ -420,8 +476,8 @@ void data_plane::read_loop(incoming* in) {
     }
     std::string key(h.key_size, '\0');
     std::string payload(h.payload_size, '\0');
-    if (!read_all(in->fd, key.data(), key.size())
-        || !read_all(in->fd, payload.data(), payload.size()))
+    if (!read_all(io, key.data(), key.size())
+        || !read_all(io, payload.data(), payload.size()))
       break;
     deliver(h, std::move(key), std::move(payload));
   }

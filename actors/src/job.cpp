@@ -53,6 +53,13 @@ void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
 
 } // namespace detail
 
+net_options net_of(const job_spec& job) {
+  net_options net;
+  if (!job.credentials.empty())
+    net.tls = credentials::from_folder(job.credentials);
+  return net;
+}
+
 job_result run_job(caf::actor_system& sys, const job_spec& job,
                    const std::vector<device_actor>& devices,
                    models::sequential_model model,
@@ -70,7 +77,7 @@ job_result run_job(const job_spec& job) {
 
 job_result run_job(const job_spec& job, const std::function<bool()>& stop_wanted) {
   caf::actor_system_config cfg;
-  configure(cfg);
+  configure(cfg, net_of(job));
   caf::actor_system sys{cfg};
   auto sup = spawn_supervisor(sys, job);
   caf::anon_send(sup, job_start_atom::value);

@@ -129,7 +129,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
      "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
-     "micro_batch_actors", "loss"});
+     "micro_batch_actors", "loss", "credentials"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
     if (!x->is_object())
@@ -163,6 +163,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "max_steps", s.max_steps);
   read_optional(j, f, "seed", s.seed);
   read_optional(j, f, "nodes", s.nodes);
+  read_optional(j, f, "credentials", s.credentials);
   read_optional(j, f, "planner", s.planner);
   read_optional(j, f, "profile", s.profile_path);
   read_optional(j, f, "profile_node", s.profile_node);
@@ -197,7 +198,11 @@ job_spec parse_job(const json& j, const std::string& where) {
   }
   if (auto* p = planner::optional_member(j, "plan")) {
     if (p->is_string()) {
-      s.plan = planner::load_plan_file(p->get<std::string>());
+      try { // the plan file's own errors, said where they came from
+        s.plan = planner::load_plan_file(p->get<std::string>());
+      } catch (const std::exception& e) {
+        f["plan"].fail(std::string("plan file ") + e.what());
+      }
     } else {
       s.plan = planner::parse_plan(*p, where + ": plan");
     }

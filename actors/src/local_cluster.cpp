@@ -2,6 +2,8 @@
 // process (asteroid cluster, tests, benchmarks).
 #include "asteroid/actors/node.hpp"
 
+#include "asteroid/actors/credentials.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -37,6 +39,10 @@ T pick(const std::vector<T>& v, int i, T fallback) {
 
 } // namespace
 
+std::string local_cluster::credentials_folder() const {
+  return keys_dir_.empty() ? std::string() : keys_dir_ + "/job";
+}
+
 std::string local_cluster::log_path(int i) const {
   return opts_.log_dir + "/node" + std::to_string(i) + ".log";
 }
@@ -70,6 +76,22 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
   } else {
     ::mkdir(opts_.log_dir.c_str(), 0755);
   }
+  if (opts_.tls) {
+    char tmpl[] = "/tmp/asteroid-keys-XXXXXX"; // mkdtemp: readable by us only
+    if (!mkdtemp(tmpl))
+      throw std::runtime_error("cluster: cannot create a folder for credentials");
+    keys_dir_ = tmpl;
+    std::vector<std::string> members{"job"};
+    for (int i = 0; i < opts_.nodes; ++i)
+      members.push_back("node" + std::to_string(i));
+    try {
+      make_cluster_keys(keys_dir_, members, 2);
+    } catch (...) {
+      stop();
+      remove_own_logs();
+      throw;
+    }
+  }
   for (int i = 0; i < opts_.nodes; ++i) {
     auto port = static_cast<uint16_t>(opts_.base_port + i);
     std::vector<std::string> args{
@@ -85,6 +107,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       std::to_string(opts_.threads),
       "--slowdown",
       std::to_string(pick(opts_.slowdowns, i, 1.0))};
+    if (!keys_dir_.empty()) {
+      args.push_back("--credentials");
+      args.push_back(keys_dir_ + "/node" + std::to_string(i));
+    }
     if (opts_.link_rate_mbps > 0) {
       args.push_back("--link-rate");
       args.push_back(std::to_string(opts_.link_rate_mbps));
@@ -150,7 +176,7 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
   }
 }
 
-void local_cluster::stop() {
+void local_cluster::stop_nodes() {
   for (auto pid : pids_)
     if (pid > 0)
       ::kill(pid, SIGTERM);
@@ -168,6 +194,17 @@ void local_cluster::stop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     pid = -1;
+  }
+}
+
+void local_cluster::stop() {
+  stop_nodes();
+  // Always: they are worth nothing once the nodes are gone, and a log kept
+  // for a failure does not need them.
+  if (!keys_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(keys_dir_, ignored);
+    keys_dir_.clear();
   }
 }
 

@@ -5,6 +5,9 @@
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/kernels/allocator.hpp"
 
+#include <arpa/inet.h>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/manager.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -25,7 +28,33 @@ std::atomic<int> stop_signal{0};
 
 extern "C" void on_signal(int sig) { stop_signal = sig; }
 
+/// Refuses a node anyone on the network could drive, unless asked for.
+void check_exposure(const node_options& opts) {
+  if (!opts.net.tls.empty() || is_loopback_host(opts.host))
+    return;
+  if (!opts.insecure)
+    throw std::invalid_argument(
+      "node: refusing to listen on " + opts.host
+      + " without credentials: anyone who reaches that address could drive "
+        "this node and read its weights. Give --credentials DIR (made by "
+        "`asteroid keys`), listen on 127.0.0.1, or accept the risk with "
+        "--insecure");
+  spdlog::warn("node {}: INSECURE: listening on {} without credentials "
+               "(--insecure): any program that reaches this address can "
+               "drive this node and read the weights and tensors it holds "
+               "(docs/security.md)",
+               opts.device.name, opts.host);
+}
+
 } // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1")
+    return true;
+  in_addr a{};
+  return ::inet_pton(AF_INET, host.c_str(), &a) == 1
+         && (ntohl(a.s_addr) >> 24) == 127;
+}
 
 int run_node(const node_options& opts) {
   kernels::keep_tensor_buffers_in_heap();
@@ -37,6 +66,7 @@ int run_node(const node_options& opts) {
                                 + std::to_string(opts.device.threads));
   if (opts.device.memory_bytes < 0)
     throw std::invalid_argument("node: --memory must not be negative");
+  check_exposure(opts);
   torch::set_num_threads(opts.device.threads);
   caf::actor_system_config cfg;
   configure(cfg, opts.net);
@@ -48,11 +78,14 @@ int run_node(const node_options& opts) {
     dpo.host = opts.host;
     dpo.port = opts.data_port;
     dpo.rate_Bps = opts.link_rate_Bps;
+    dpo.tls = opts.net.tls;
     dp = data_plane::start(dpo);
   }
   auto device = spawn_device(sys, dev_opts, dp);
-  auto port = sys.middleman().publish(device, opts.port, opts.host.c_str(),
-                                      true);
+  const bool tls = uses_tls(sys);
+  auto port = tls ? caf::openssl::publish(device, opts.port, opts.host.c_str(), true)
+                  : sys.middleman().publish(device, opts.port, opts.host.c_str(),
+                                            true);
   if (!port) {
     caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
     throw std::runtime_error("node " + opts.device.name + ": cannot listen on "
@@ -61,10 +94,13 @@ int run_node(const node_options& opts) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::printf("asteroid node %s listening on %s:%u (memory %lld B, %d "
+  std::printf("asteroid node %s listening on %s:%u (%s, memory %lld B, %d "
               "threads, slowdown %.2f%s, data plane %s)\n",
               opts.device.name.c_str(), opts.host.c_str(),
               static_cast<unsigned>(*port),
+              (tls ? "TLS, cluster CA " + opts.net.tls.ca
+                   : std::string("plain TCP, no credentials"))
+                .c_str(),
               static_cast<long long>(opts.device.memory_bytes),
               opts.device.threads, opts.device.slowdown,
               opts.device.slowdown != 1.0 ? " emulated" : "",
@@ -83,7 +119,11 @@ int run_node(const node_options& opts) {
   caf::anon_send(device, stop_atom::value);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   caf::anon_send_exit(device, caf::exit_reason::user_shutdown);
-  sys.middleman().unpublish(device, *port);
+  if (tls) // caf/openssl/unpublish.hpp names an atom CAF 0.17 lacks
+    caf::make_function_view(sys.openssl_manager().actor_handle())(
+      caf::unpublish_atom::value, caf::actor_cast<caf::actor_addr>(device), *port);
+  else
+    sys.middleman().unpublish(device, *port);
   // Replicas quit on stop; do not wait forever for one stuck in compute.
   std::fflush(stdout);
   std::_Exit(0);

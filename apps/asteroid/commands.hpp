@@ -16,6 +16,10 @@ void add_node_command(CLI::App& app);
 void add_cluster_command(CLI::App& app);
 void add_job_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
+void add_keys_command(CLI::App& app);
+/// `--credentials DIR` of a program that connects to or is a node: the
+/// member folder `asteroid keys` wrote (stored in `dir`).
+CLI::Option* add_credentials_option(CLI::App* cmd, std::string& dir);
 /// Runs a hybrid-pipeline job file (asteroid job --config; train --config).
 int run_job_file(const std::string& path);
 

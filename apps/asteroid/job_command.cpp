@@ -18,9 +18,17 @@ void add_job_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
     "job", "Run a hybrid-pipeline training job (job file) on running nodes");
   auto path = std::make_shared<std::string>();
+  auto credentials = std::make_shared<std::string>();
   cmd->add_option("--config,-c", *path, "Job file (JSON)")->required();
+  add_credentials_option(cmd, *credentials)
+    ->description("Member folder of the cluster's credentials this program "
+                  "connects to the nodes with (overrides the job file's "
+                  "'credentials')");
   cmd->callback([=] {
-    if (auto code = run_job_file(*path))
+    auto spec = actors::load_job_file(*path);
+    if (!credentials->empty())
+      spec.credentials = *credentials;
+    if (auto code = run_job_with_signals(spec))
       std::exit(code); // stopped by a signal: 128 + the signal
   });
 }

@@ -88,7 +88,14 @@ void add_node_command(CLI::App& app) {
                   "link, for when tc shaping is not available; 0: off)")
     ->check(CLI::NonNegativeNumber)
     ->capture_default_str();
+  auto credentials = std::make_shared<std::string>();
+  add_credentials_option(cmd, *credentials);
+  cmd->add_flag("--insecure", o->insecure,
+                "Listen on a non-loopback address without credentials: "
+                "anyone who reaches it can drive this node (warned at start)");
   cmd->callback([=] {
+    if (!credentials->empty())
+      o->net.tls = actors::credentials::from_folder(*credentials);
     auto [host, port] = actors::parse_endpoint(*listen);
     o->data_plane = !*no_data_plane;
     o->data_port = static_cast<uint16_t>(*data_port);
@@ -123,6 +130,10 @@ void add_cluster_command(CLI::App& app) {
   cmd->add_option("--log-dir", o->log_dir,
                   "Folder for the nodes' logs; without it, a temporary folder "
                   "removed at exit unless the job failed");
+  auto plain = std::make_shared<bool>(false);
+  cmd->add_flag("--no-tls", *plain,
+                "Plain TCP on loopback without credentials (to compare with the "
+                "default: throw-away credentials, every connection TLS)");
   cmd->add_option("--job", *job,
                   "Run this job file on the nodes (its 'nodes' are replaced), "
                   "then stop them");
@@ -133,6 +144,8 @@ void add_cluster_command(CLI::App& app) {
     if (n > 0)
       o->exe.assign(buf, static_cast<size_t>(n));
     o->base_port = static_cast<uint16_t>(*base_port);
+    // Loopback, but any local user's program could reach the ports.
+    o->tls = !*plain;
     if (!slowdown->empty())
       o->slowdowns = parse_list<double>(*slowdown, "--slowdown", &to_double);
     if (!memory->empty())
@@ -146,6 +159,7 @@ void add_cluster_command(CLI::App& app) {
         print_nodes(cluster);
         auto spec = actors::load_job_file(*job);
         spec.nodes = cluster.endpoints();
+        spec.credentials = cluster.credentials_folder();
         if (spec.progress < 0)
           spec.progress = 1;
         // A signal while the nodes started: no job.
@@ -158,7 +172,12 @@ void add_cluster_command(CLI::App& app) {
     }
     actors::local_cluster cluster{*o};
     print_nodes(cluster);
-    std::printf("cluster running; Ctrl-C stops it\n");
+    if (o->tls)
+      std::printf("cluster running; Ctrl-C stops it. Jobs connect with "
+                  "--credentials %s (removed when the cluster stops)\n",
+                  cluster.credentials_folder().c_str());
+    else
+      std::printf("cluster running (plain TCP, no credentials); Ctrl-C stops it\n");
     std::fflush(stdout);
     while (cluster_signal == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -18,6 +18,7 @@ struct probe_args {
   int repeats = 3;
   int stream = 0;
   std::string out;
+  std::string credentials;
 };
 
 } // namespace
@@ -46,11 +47,15 @@ void add_probe_command(CLI::App& app) {
     ->capture_default_str();
   cmd->add_option("--out,-o", a->out, "Write the cluster JSON here (default: "
                                       "stdout)");
+  add_credentials_option(cmd, a->credentials);
   cmd->callback([a] {
     if (a->reference < 0 || a->reference >= static_cast<int>(a->nodes.size()))
       throw CLI::ValidationError("--reference", "must index one of --nodes");
     caf::actor_system_config cfg;
-    actors::configure(cfg);
+    actors::net_options net;
+    if (!a->credentials.empty())
+      net.tls = actors::credentials::from_folder(a->credentials);
+    actors::configure(cfg, net);
     caf::actor_system sys{cfg};
     auto devices = actors::connect_all(sys, a->nodes, std::chrono::seconds(5));
     actors::link_probe_options lp;

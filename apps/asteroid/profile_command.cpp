@@ -23,6 +23,7 @@ struct profile_args {
   std::string out;
   int threads = 0;
   std::string node; ///< profile on this node instead of here
+  std::string credentials; ///< member folder for --node
 };
 
 } // namespace
@@ -67,6 +68,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--node", a->node,
                   "Profile on the node at HOST:PORT (its CPU and its emulated "
                   "slowdown) instead of on this machine");
+  add_credentials_option(cmd, a->credentials);
   cmd->callback([a] {
     if (a->threads > 0)
       torch::set_num_threads(a->threads);
@@ -84,7 +86,10 @@ void add_profile_command(CLI::App& app) {
       profile = training::profile_model(model, a->model, a->profiler);
     } else {
       caf::actor_system_config cfg;
-      actors::configure(cfg);
+      actors::net_options net;
+      if (!a->credentials.empty())
+        net.tls = actors::credentials::from_folder(a->credentials);
+      actors::configure(cfg, net);
       caf::actor_system sys{cfg};
       auto [host, port] = actors::parse_endpoint(a->node);
       auto device = actors::connect_device(sys, host, port, std::chrono::seconds(5));

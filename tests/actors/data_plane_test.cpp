@@ -4,6 +4,8 @@
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
 
+#include "raw_socket.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -61,24 +63,6 @@ tensor_message next_tensor(caf::scoped_actor& self) {
   self->receive([&](actors::tensor_atom, tensor_message& m) { got = std::move(m); },
                 caf::after(10s) >> [] {});
   return got;
-}
-
-/// Writes raw bytes to a listener and reports whether the peer closed.
-bool peer_closes_after(uint16_t port, const std::string& bytes) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
-          == static_cast<ssize_t>(bytes.size()));
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char c;
-  auto k = ::recv(fd, &c, 1, 0);
-  ::close(fd);
-  return k == 0;
 }
 
 } // namespace
@@ -150,11 +134,11 @@ TEST_CASE("data plane: a bad frame closes that connection only") {
   caf::scoped_actor sink{*p.sys};
   auto me = caf::actor_cast<caf::actor>(sink);
   p.b->add_sink(me);
-  CHECK(peer_closes_after(p.b->port(), std::string(64, 'G'))); // bad magic
+  CHECK(test::peer_closes_after(p.b->port(), std::string(64, 'G'))); // bad magic
   frame_header huge = serialization::frame_header_of(msg(tensor_kind::activation, 1), me.id());
   huge.payload_size = std::uint64_t{1} << 40; // beyond the limit: no allocation
   auto bytes = serialization::encode_frame_header(huge);
-  CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
+  CHECK(test::peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
   CHECK(p.b->stats().bad_connections == 2);
   REQUIRE(p.a->send(p.b_endpoint(), me.id(),
                     msg(tensor_kind::all_reduce, 5, 0, 0, "still here")));
@@ -177,14 +161,14 @@ TEST_CASE("data plane: a frame of another job closes its connection before its "
   theirs.job = 42;
   theirs.payload_size = std::uint64_t{1} << 30;
   auto bytes = serialization::encode_frame_header(theirs);
-  CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
+  CHECK(test::peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
   CHECK(p.b->stats().bad_connections == 1);
   CHECK(p.b->stats().frames_in == 1);
   // Between jobs (0) a frame of job 41 is refused too.
   p.b->serve_job(0);
   bytes = serialization::encode_frame_header(
     serialization::frame_header_of(ours, me.id()));
-  CHECK(peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
+  CHECK(test::peer_closes_after(p.b->port(), std::string(bytes.begin(), bytes.end())));
   CHECK(p.b->stats().bad_connections == 2);
 }
 

@@ -35,4 +35,5 @@ for pair in "$@"; do
 done
 rm -f "$out.recv"
 IFS=, read -r -a nodes <<<"$ASTEROID_NODES"
-"$exe" probe --nodes "${nodes[@]}" --bytes 1048576 --repeats 3 -o "$out.probe"
+"$exe" probe --nodes "${nodes[@]}" --bytes 1048576 --repeats 3 --credentials "$ASTEROID_CREDENTIALS" \
+  -o "$out.probe"

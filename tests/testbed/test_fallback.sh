@@ -34,7 +34,7 @@ assert_clean "$tb_pid"
 # Paced links in the fallback: a node's tensors leave at its uplink rate (node 1: 10 Mbit/s
 # links only; node 2: one 40 Mbit/s link), measured by the probe on the data plane.
 tb_run --no-netns --cluster "$here/cluster-links.json" -- bash -c \
-  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 262144 --repeats 3 -o "$1"' \
+  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 262144 --repeats 3 --credentials "$ASTEROID_CREDENTIALS" -o "$1"' \
   "$exe" "$tmp/paced.json"
 expect_status 0 "testbed (paced probe)"
 expect_output "each node paces the tensors it sends"
@@ -48,7 +48,7 @@ for link in "1 0 10" "1 2 10" "2 0 40"; do
 done
 # Time dilation: D = 2 halves every paced rate (and doubles every slowdown).
 tb_run --no-netns --dilation 2 --cluster "$here/cluster-links.json" -- bash -c \
-  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 131072 --repeats 3 -o "$1"; echo "D=$ASTEROID_TESTBED_DILATION"' \
+  '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 131072 --repeats 3 --credentials "$ASTEROID_CREDENTIALS" -o "$1"; echo "D=$ASTEROID_TESTBED_DILATION"' \
   "$exe" "$tmp/dilated.json"
 expect_status 0 "testbed (dilated probe)"
 expect_output "time dilation D = 2: compute x 2, link rates / 2"

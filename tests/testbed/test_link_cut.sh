@@ -24,7 +24,7 @@ set -euo pipefail
 nodes=\$(jq -nc --arg n "\$ASTEROID_NODES" '\$n | split(",")')
 for j in ref cut; do
   jq --argjson n "\$nodes" '.nodes = \$n' "$tmp/\$j.json" >"$tmp/\$j.run.json"
-  "$exe" job --config "$tmp/\$j.run.json"
+  "$exe" job --config "$tmp/\$j.run.json" --credentials "\$ASTEROID_CREDENTIALS"
 done
 SCRIPT
 tb_run --cluster "$here/cluster-3dev.json" -- bash "$tmp/run.sh"

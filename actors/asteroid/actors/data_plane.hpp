@@ -21,6 +21,12 @@
 /// ids nobody registers again. Malformed input closes that connection only,
 /// and so does a frame of a job other than the one the node serves
 /// (`serve_job`), before any of its payload is read.
+///
+/// With the cluster's credentials (`options::tls`) every connection is TLS
+/// 1.3 with a certificate of the cluster's CA on both sides; a peer without
+/// one is dropped in the handshake, before any of its bytes is read as a
+/// frame (credentials.hpp, docs/security.md).
+#include "asteroid/actors/credentials.hpp"
 #include "asteroid/serialization/frame.hpp"
 
 #include <caf/all.hpp>
@@ -37,6 +43,11 @@
 
 namespace asteroid::actors {
 
+namespace detail {
+class tls_context;
+class tls_stream;
+} // namespace detail
+
 class data_plane : public std::enable_shared_from_this<data_plane> {
 public:
   struct options {
@@ -49,14 +60,21 @@ public:
     std::chrono::milliseconds queue_wait{30000};
     std::chrono::milliseconds connect_timeout{3000};
     serialization::frame_limits limits;
+    /// Empty: plain TCP. Otherwise every connection is TLS with these.
+    credentials tls;
+    /// A peer that connects must finish the TLS handshake within this.
+    std::chrono::milliseconds handshake_timeout{5000};
   };
 
   struct counters {
     int64_t frames_out = 0, bytes_out = 0, frames_in = 0, bytes_in = 0;
     int64_t dropped_out = 0, dropped_in = 0, bad_connections = 0;
+    /// Connections dropped in the TLS handshake (no valid certificate).
+    int64_t refused_handshakes = 0;
   };
 
-  /// Listens at once; throws std::runtime_error naming host:port on failure.
+  /// Listens at once; throws std::runtime_error naming host:port on failure,
+  /// std::invalid_argument naming the file on bad credentials.
   static std::shared_ptr<data_plane> start(options opts);
   ~data_plane();
   data_plane(const data_plane&) = delete;
@@ -98,6 +116,7 @@ private:
   }
 
   options opts_;
+  std::unique_ptr<detail::tls_context> tls_; ///< null: plain TCP
   int listener_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};

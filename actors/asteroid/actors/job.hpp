@@ -92,6 +92,10 @@ struct job_spec {
   int64_t max_steps = -1;        ///< stop after N steps (-1: all epochs)
   uint64_t seed = 1;
   std::vector<std::string> nodes;///< "host:port" of each device
+  /// Member folder of the cluster's credentials (`asteroid keys`) this
+  /// program connects with; empty: plain TCP, which nodes with credentials
+  /// refuse (credentials.hpp).
+  std::string credentials;
   std::optional<planner::plan> plan;
   std::string planner;           ///< used when `plan` is empty ("asteroid")
   /// Layer profile for the planner (`asteroid profile -o`); empty: profile
@@ -172,6 +176,10 @@ job_result run_job(caf::actor_system& sys, const job_spec& job,
 void check_plan_fits(const planner::plan& p,
                      const models::sequential_model& model,
                      const std::string& model_name, int num_devices);
+
+/// The network settings of a program that runs `job`: its credentials
+/// (`job.credentials`), if any, for `configure`.
+net_options net_of(const job_spec& job);
 
 /// The whole `asteroid job --config FILE` path: loads data and model,
 /// connects to `job.nodes` (failing fast naming an unreachable one), runs;

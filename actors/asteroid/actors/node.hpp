@@ -46,12 +46,20 @@ struct node_options {
   uint16_t data_port = 0; ///< 0: any free port (reported in `ast_caps`)
   /// > 0: outgoing data-plane bytes paced to this rate (emulated link).
   double link_rate_Bps = 0;
+  /// Without credentials (`net.tls`) a node listens only on a loopback
+  /// address, unless this is set; then it warns at every start.
+  bool insecure = false;
 };
+
+/// Whether `host` is a loopback address (127.0.0.0/8, ::1, "localhost"),
+/// reachable only from this machine.
+bool is_loopback_host(const std::string& host);
 
 /// Runs a node process until SIGINT/SIGTERM: publishes a device actor at
 /// host:port and prints "asteroid node NAME listening on HOST:PORT" once it
 /// listens. Returns the process exit code; throws std::runtime_error when the
-/// port cannot be opened.
+/// port cannot be opened, std::invalid_argument on bad options (among them a
+/// non-loopback host without credentials or `insecure`).
 int run_node(const node_options& opts);
 
 } // namespace asteroid::actors
@@ -79,6 +87,10 @@ public:
     /// > 0: every node paces its outgoing tensors to this rate (emulated
     /// links on loopback, `asteroid node --link-rate`).
     double link_rate_mbps = 0;
+    /// Throw-away credentials of a new cluster (a fresh /tmp folder,
+    /// removed with the cluster): the nodes accept only TLS with them, and
+    /// the program that drives them connects with `credentials_folder()`.
+    bool tls = false;
     std::string log_dir;             ///< empty: a fresh /tmp folder
     bool keep_logs = false;          ///< keep that fresh folder at exit
     std::chrono::milliseconds start_timeout{20000};
@@ -94,16 +106,22 @@ public:
   const std::vector<int>& pids() const { return pids_; }
   std::string log_path(int i) const;
   const std::string& log_dir() const { return opts_.log_dir; }
+  /// With `options::tls`: the member folder a job on these nodes connects
+  /// with (`job_spec::credentials`, `--credentials`); otherwise empty.
+  std::string credentials_folder() const;
   /// Keeps a log folder the cluster made itself: its owner saw something
   /// fail that the nodes' logs may explain.
   void keep_logs() { opts_.keep_logs = true; }
-  /// Stops every node still running; idempotent.
+  /// Stops every node still running and removes the throw-away
+  /// credentials; idempotent.
   void stop();
 
 private:
+  void stop_nodes();
   void remove_own_logs();
 
   options opts_;
+  std::string keys_dir_; ///< the throw-away credentials; empty: none
   bool owns_log_dir_ = false;
   /// Exceptions in flight at construction: more at destruction means the
   /// cluster is being unwound by a failure.

@@ -25,6 +25,7 @@
 /// optimizer state where there is one. Snapshot keys name a layer range,
 /// "L<first>-<end>" (see `range_key`); versions are step numbers: the state
 /// *before* that step ran.
+#include "asteroid/actors/credentials.hpp"
 #include "asteroid/actors/tensor_codec.hpp"
 
 #include <caf/all.hpp>
@@ -187,13 +188,20 @@ struct net_options {
   /// A connection silent this long is dropped; must exceed the time one
   /// message takes to transfer (notes §1).
   std::chrono::milliseconds connection_timeout{15000};
+  /// The cluster's credentials (credentials.hpp). Set: CAF connections this
+  /// actor system opens or accepts are TLS, mutually authenticated by the
+  /// cluster's CA (CAF's OpenSSL module); empty: plain TCP.
+  credentials tls;
 };
 
-/// Loads the middleman and applies `net` to `cfg`.
+/// Loads the middleman (and, with `net.tls`, CAF's OpenSSL module with the
+/// credentials, checked first) and applies `net` to `cfg`. Throws
+/// std::invalid_argument naming the file of bad credentials.
 void configure(caf::actor_system_config& cfg, const net_options& net = {});
 
 /// `remote_actor` with a timeout (CAF 0.17's own blocks forever on a peer
-/// that accepts TCP but never answers the handshake). A handshake that CAF
+/// that accepts TCP but never answers the handshake), over TLS when `sys`
+/// was configured with credentials. A handshake that CAF
 /// drops at a heartbeat tick (connection_timeout) is tried again until
 /// `timeout` is spent. Throws std::runtime_error naming `host:port` on
 /// failure or timeout.
@@ -211,6 +219,10 @@ device_actor connect_device(caf::actor_system& sys, const std::string& host,
 std::vector<device_actor> connect_all(caf::actor_system& sys,
                                     const std::vector<std::string>& endpoints,
                                     std::chrono::milliseconds timeout);
+
+/// Whether `sys` connects and publishes with TLS (configured with
+/// credentials).
+bool uses_tls(caf::actor_system& sys);
 
 /// Splits "host:port"; throws std::invalid_argument naming the text.
 std::pair<std::string, uint16_t> parse_endpoint(const std::string& text);
