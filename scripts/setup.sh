@@ -9,6 +9,7 @@ packages=(
   libtorch-dev          # LibTorch 1.13.1, CPU build
   libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
   libssl-dev            # OpenSSL: TLS of the data plane, `asteroid keys`
+  libasio-dev           # standalone Asio: the data plane's event loop
   libcereal-dev libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   catch2 libbenchmark-dev
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist

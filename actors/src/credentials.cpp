@@ -3,7 +3,7 @@
 // that no `openssl` program is needed on a device.
 #include "asteroid/actors/credentials.hpp"
 
-#include "tls_stream.hpp"
+#include "tls_context.hpp"
 
 #include <openssl/bn.h>
 #include <openssl/err.h>

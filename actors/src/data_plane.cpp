@@ -1,278 +1,788 @@
+// The data plane on standalone Asio (data_plane.hpp): the listener, the
+// incoming connections (frames in, probe echoes answered), the outgoing
+// connections (a bounded queue per destination), all served by one event
+// loop that `options::io_threads` threads run.
 #include "asteroid/actors/data_plane.hpp"
 
 #include "asteroid/actors/protocol.hpp"
 
-#include "tls_stream.hpp"
+#include "data_plane/frame_reader.hpp"
+#include "data_plane/link_stream.hpp"
+#include "tls_context.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <atomic>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 namespace asteroid::actors {
 
 using serialization::frame_header;
 using serialization::tensor_kind;
+using asio::ip::tcp;
 using steady = std::chrono::steady_clock;
+
+namespace detail {
 
 namespace {
 
-/// Paces writes to `rate_Bps` (0: not at all), 64 KiB at a time, as a link
-/// of that rate would deliver them: a slice is handed to the socket when the
-/// link would have finished carrying it, so a frame on an idle link arrives
-/// whole about `size / rate` after it was sent and leaves no debt for the
-/// next one (releasing a slice first and charging its time afterwards would
-/// delay the *next* frame instead: a tiny frame behind a big one would wait
-/// one slice).
+/// Paces writes to `rate_Bps`, 64 KiB at a time, as a link of that rate
+/// would deliver them: a slice goes to the socket when the link would have
+/// finished carrying it, so a frame on an idle link arrives whole about
+/// `size / rate` after it was sent and leaves no debt for the next one.
 struct pacer {
+  static constexpr size_t slice = 64 << 10;
   /// How far behind schedule a busy link may fall and still catch up: a
-  /// thread wakes up late from every sleep, and without this credit each
-  /// late wake-up would be lost (at 1000 Mbit/s a 64 KiB slice lasts 0.5 ms,
-  /// and a stream reached 0.76 of the rate). A link idle for longer starts
-  /// afresh, so a frame on it never arrives early.
+  /// timer fires late, and without this credit each late wake-up would be
+  /// lost (at 1000 Mbit/s a 64 KiB slice lasts 0.5 ms). A link idle for
+  /// longer starts afresh, so a frame on it never arrives early.
   static constexpr auto catch_up = std::chrono::milliseconds(1);
   double rate_Bps = 0;
   steady::time_point next{};
-  steady::duration time_of(size_t n) const {
-    return std::chrono::duration_cast<steady::duration>(
-      std::chrono::duration<double>(static_cast<double>(n) / rate_Bps));
-  }
-  void before(size_t n) {
-    if (rate_Bps <= 0)
-      return;
+  /// When the next `n` bytes may go.
+  steady::time_point slot_for(size_t n) {
     auto now = steady::now();
-    next = (now - next <= catch_up ? next : now) + time_of(n);
-    std::this_thread::sleep_until(next);
-  }
-  /// The socket took `sent` of the `wanted` bytes; the rest is paced again.
-  void after(size_t wanted, size_t sent) {
-    if (rate_Bps > 0 && sent < wanted)
-      next -= time_of(wanted - sent);
+    next = (now - next <= catch_up ? next : now)
+           + std::chrono::duration_cast<steady::duration>(
+             std::chrono::duration<double>(static_cast<double>(n) / rate_Bps));
+    return next;
   }
 };
 
-/// One connection's bytes: the socket itself, or TLS over it.
-struct link_io {
-  int fd = -1;
-  detail::tls_stream* tls = nullptr;
-  ssize_t send(const char* p, size_t n, bool more) const {
-    if (tls)
-      return tls->write(p, n);
-    return ::send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+/// One frame on its way out: kept until it is written (or dropped).
+struct out_frame {
+  std::array<char, serialization::frame_header_size> header;
+  std::string key;
+  std::string payload;
+  bool resent = false;
+  std::array<asio::const_buffer, 3> buffers() const {
+    return {asio::buffer(header), asio::buffer(key), asio::buffer(payload)};
   }
-  ssize_t recv(char* p, size_t n) const {
-    return tls ? tls->read(p, n) : ::recv(fd, p, n, 0);
-  }
+  size_t size() const { return header.size() + key.size() + payload.size(); }
 };
 
-bool write_all(const link_io& io, const char* p, size_t n, pacer& pace, bool more) {
-  constexpr size_t slice = 64 << 10;
-  while (n > 0) {
-    auto want = pace.rate_Bps > 0 ? std::min(n, slice) : n;
-    pace.before(want);
-    auto k = io.send(p, want, more || want < n);
-    if (k < 0 && errno == EINTR) {
-      pace.after(want, 0);
-      continue;
-    }
-    if (k <= 0)
-      return false;
-    pace.after(want, static_cast<size_t>(k));
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return true;
-}
-
-bool read_all(const link_io& io, char* p, size_t n) {
-  while (n > 0) {
-    auto k = io.recv(p, n);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      return false;
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return true;
-}
-
-addrinfo* resolve(const std::string& host, uint16_t port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  addrinfo* res = nullptr;
-  auto service = std::to_string(port);
-  auto rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0)
-    throw std::runtime_error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  return res;
-}
-
-void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/// Connects with a timeout; returns -1 and sets `why` on failure.
-int open_connection(const std::string& endpoint, std::chrono::milliseconds timeout,
-                    std::string& why) {
-  addrinfo* res = nullptr;
-  try {
-    auto [host, port] = parse_endpoint(endpoint);
-    res = resolve(host, port, false);
-  } catch (const std::exception& e) {
-    why = e.what();
-    return -1;
-  }
-  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ::freeaddrinfo(res);
-    why = std::strerror(errno);
-    return -1;
-  }
-  auto flags = ::fcntl(fd, F_GETFL, 0);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
-  ::freeaddrinfo(res);
-  if (rc != 0 && errno != EINPROGRESS) {
-    why = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (rc != 0) {
-    pollfd p{fd, POLLOUT, 0};
-    rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (rc <= 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0
-        || err != 0) {
-      why = rc == 0 ? "no connection within " + std::to_string(timeout.count()) + " ms"
-                    : std::strerror(err != 0 ? err : errno);
-      ::close(fd);
-      return -1;
-    }
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  set_nodelay(fd);
-  return fd;
+out_frame frame_of(serialization::tensor_message m, caf::actor_id destination) {
+  auto h = serialization::frame_header_of(m, destination);
+  return {serialization::encode_frame_header(h), std::move(m.key),
+          std::move(m.payload)};
 }
 
 } // namespace
 
-struct data_plane::outgoing {
-  struct frame {
-    std::array<char, serialization::frame_header_size> header;
-    std::string key;
-    std::string payload;
-  };
-  std::string endpoint;
-  std::mutex mu;
-  std::condition_variable has_frames, has_space;
-  std::deque<frame> queue;
-  bool stop = false;
-  int fd = -1;
-  std::unique_ptr<detail::tls_stream> tls;
-  std::thread writer;
+class inbound;
+class outbound;
+
+struct data_plane_core {
+  explicit data_plane_core(data_plane::options o) : opts(std::move(o)) {}
+
+  data_plane::options opts;
+  // Before every socket and timer bound to it: destroyed after them.
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{
+    std::in_place, io.get_executor()};
+  std::optional<asio::ssl::context> tls;
+  asio::any_io_executor accept_strand{asio::make_strand(io)};
+  tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer accept_retry{accept_strand};
+  bool accept_failing = false; ///< accept strand only
+  uint16_t port = 0;
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> job{0};
+
+  std::vector<std::thread> threads;
+  std::mutex threads_mu;
+  std::condition_variable threads_done;
+  int running = 0;
+
+  mutable std::mutex mu; ///< guards sinks, outgoing, incoming, stats
+  std::map<caf::actor_id, caf::actor> sinks;
+  std::map<std::string, std::shared_ptr<outbound>> outgoing;
+  std::list<std::weak_ptr<inbound>> incoming;
+  data_plane::counters stats;
+
+  template <class F>
+  void count(F f) {
+    std::lock_guard<std::mutex> guard{mu};
+    f(stats);
+  }
+  asio::ssl::context* tls_context() { return tls ? &*tls : nullptr; }
+  void listen();
+  void accept();
+  void admit(tcp::socket socket);
+  /// Closes the oldest incoming connection that has not shown itself a
+  /// peer yet; false when there is none.
+  bool evict_one();
+  void deliver(const frame_header& h, std::string key, std::string payload);
+  std::shared_ptr<outbound> connection_to(const std::string& endpoint);
 };
 
-struct data_plane::incoming {
-  int fd = -1;
-  std::string peer; ///< "address:port", for the log
-  std::unique_ptr<detail::tls_stream> tls;
-  std::atomic<bool> done{false};
-  std::thread reader;
+/// A connection a peer opened: frames in, delivered to sinks; probe echoes
+/// answered on the same connection.
+class inbound : public frame_receiver, public std::enable_shared_from_this<inbound> {
+public:
+  inbound(data_plane_core& plane, tcp::socket socket)
+    : plane_(plane), watchdog_(socket.get_executor()) {
+    asio::error_code ec;
+    auto from = socket.remote_endpoint(ec);
+    peer_ = ec ? std::string("?") : from.address().to_string() + ":"
+                                      + std::to_string(from.port());
+    asio::ip::tcp::no_delay nodelay{true};
+    socket.set_option(nodelay, ec);
+    link_ = std::make_shared<link_stream>(std::move(socket), plane.tls_context());
+  }
+
+  /// Whether it passed the TLS handshake (plain TCP: sent a frame of the
+  /// served job). Read by the acceptor, whatever strand it is on.
+  bool proven() const { return proven_; }
+
+  void start() {
+    last_bytes_ = steady::now();
+    watch();
+    if (!link_->tls())
+      return frame_reader::start(link_, weak_from_this(), plane_.opts.limits);
+    link_->async_handshake(true, [self = shared_from_this()](const asio::error_code& ec) {
+      if (self->closed_)
+        return;
+      if (ec) {
+        spdlog::warn("data plane: refused a connection from {}: TLS handshake "
+                     "failed: {}",
+                     self->peer_, ec.message());
+        self->plane_.count([](auto& c) { ++c.refused_handshakes; });
+        return self->close();
+      }
+      self->proven_ = true;
+      self->last_bytes_ = steady::now();
+      frame_reader::start(self->link_, self->weak_from_this(),
+                          self->plane_.opts.limits);
+    });
+  }
+
+  /// From any thread.
+  void close_soon() {
+    asio::post(watchdog_.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
+
+  void on_bytes(const link_stream&) override { last_bytes_ = steady::now(); }
+
+  bool on_header(const link_stream&, const frame_header& h) override {
+    if (const int64_t serving = plane_.job; h.job != serving) {
+      // Not this node's job: nothing of it is read, let alone delivered.
+      spdlog::warn("data plane: closing a connection from {} that sent {} of "
+                   "job {} (this node serves {})",
+                   peer_, serialization::to_string(h.kind), h.job,
+                   serving ? "job " + std::to_string(serving) : std::string("no job"));
+      plane_.count([](auto& c) { ++c.bad_connections; });
+      return false;
+    }
+    proven_ = true;
+    return true;
+  }
+
+  void on_frame(const link_stream&, frame_header h, std::string key,
+                std::string payload) override {
+    if (h.kind != tensor_kind::echo)
+      return plane_.deliver(h, std::move(key), std::move(payload));
+    // A link probe: the reply goes back on this connection, so a peer can
+    // never make this node connect anywhere.
+    serialization::tensor_message reply;
+    reply.kind = tensor_kind::echo_reply;
+    reply.job = h.job;
+    reply.step = static_cast<int64_t>(payload.size());
+    if (replies_.size() >= max_replies) {
+      plane_.count([](auto& c) { ++c.dropped_out; });
+      return;
+    }
+    replies_.push_back(frame_of(std::move(reply), static_cast<caf::actor_id>(h.step)));
+    if (replies_.size() == 1)
+      write_reply();
+  }
+
+  void on_end(const link_stream&, const std::string& why, bool bad) override {
+    if (bad && !closed_) {
+      spdlog::warn("data plane: closing a connection from {} that sent a bad "
+                   "frame: {}",
+                   peer_, why);
+      plane_.count([](auto& c) { ++c.bad_connections; });
+    }
+    close();
+  }
+
+private:
+  /// Probe echoes waiting to be answered; more are dropped (a prober waits
+  /// for each answer before it sends the next).
+  static constexpr size_t max_replies = 4;
+
+  void write_reply() {
+    asio::async_write(*link_, replies_.front().buffers(),
+                      [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                        if (ec)
+                          return self->close();
+                        self->plane_.count([](auto& c) { ++c.frames_out; });
+                        self->replies_.pop_front();
+                        if (!self->replies_.empty())
+                          self->write_reply();
+                      });
+  }
+
+  /// Closes the connection when it has been silent too long: before it
+  /// proved itself, `handshake_timeout`; after, `idle_timeout`.
+  void watch() {
+    auto limit = proven_ ? plane_.opts.idle_timeout : plane_.opts.handshake_timeout;
+    watchdog_.expires_at(last_bytes_ + limit);
+    watchdog_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+      if (ec || self->closed_)
+        return;
+      auto limit = self->proven_ ? self->plane_.opts.idle_timeout
+                                 : self->plane_.opts.handshake_timeout;
+      if (steady::now() - self->last_bytes_ < limit)
+        return self->watch();
+      spdlog::info("data plane: closing a connection from {}: silent for {} ms",
+                   self->peer_, limit.count());
+      self->plane_.count([](auto& c) { ++c.silent_connections; });
+      self->close();
+    });
+  }
+
+  void close() {
+    if (closed_)
+      return;
+    closed_ = true;
+    watchdog_.cancel();
+    link_->close();
+  }
+
+  data_plane_core& plane_;
+  asio::steady_timer watchdog_;
+  std::shared_ptr<link_stream> link_;
+  std::string peer_;
+  std::atomic<bool> proven_{false};
+  bool closed_ = false;
+  steady::time_point last_bytes_;
+  std::deque<out_frame> replies_;
 };
+
+/// The connection to one destination's data plane: a bounded queue that
+/// senders fill from their own threads, written in order on the strand.
+/// The connection is made for the first frame, made again after it broke
+/// (a frame whose write failed is written once more on the new one), and
+/// closed by this side after `idle_timeout / 2` without frames, before the
+/// peer's own idle timeout could close it under a write.
+class outbound : public frame_receiver, public std::enable_shared_from_this<outbound> {
+public:
+  outbound(data_plane_core& plane, std::string endpoint)
+    : plane_(plane),
+      endpoint_(std::move(endpoint)),
+      strand_(asio::make_strand(plane.io)),
+      resolver_(strand_),
+      connect_timer_(strand_),
+      pace_timer_(strand_),
+      idle_timer_(strand_) {
+    pace_.rate_Bps = plane.opts.rate_Bps;
+  }
+
+  /// From a sender's thread: waits up to `queue_wait` for room.
+  bool enqueue(out_frame f) {
+    std::unique_lock<std::mutex> lock{mu_};
+    has_space_.wait_for(lock, plane_.opts.queue_wait, [&] {
+      return stopped_ || queue_.size() < plane_.opts.queue_frames;
+    });
+    if (stopped_ || queue_.size() >= plane_.opts.queue_frames) {
+      lock.unlock();
+      plane_.count([](auto& c) { ++c.dropped_out; });
+      return false;
+    }
+    queue_.push_back(std::move(f));
+    if (!pumping_) {
+      pumping_ = true;
+      asio::post(strand_, [self = shared_from_this()] { self->pump(); });
+    }
+    return true;
+  }
+
+  /// From any thread: drops what is queued, wakes blocked senders, closes.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      stopped_ = true;
+      queue_.clear();
+    }
+    has_space_.notify_all();
+    asio::post(strand_, [self = shared_from_this()] {
+      self->resolver_.cancel();
+      self->connect_timer_.cancel();
+      self->pace_timer_.cancel();
+      self->idle_timer_.cancel();
+      if (self->link_)
+        self->link_->close();
+    });
+  }
+
+  // Frames the peer writes back: only answers to our probe echoes.
+  void on_bytes(const link_stream&) override {}
+  bool on_header(const link_stream& from, const frame_header& h) override {
+    if (h.kind == tensor_kind::echo_reply)
+      return true;
+    spdlog::warn("data plane: {} sent {} on our connection to it; closing it",
+                 endpoint_, serialization::to_string(h.kind));
+    plane_.count([](auto& c) { ++c.bad_connections; });
+    if (&from == link_.get())
+      connected_ = false;
+    return false;
+  }
+  void on_frame(const link_stream&, frame_header h, std::string key,
+                std::string payload) override {
+    plane_.deliver(h, std::move(key), std::move(payload));
+  }
+  void on_end(const link_stream& from, const std::string& why, bool bad) override {
+    if (&from != link_.get())
+      return;
+    if (bad)
+      plane_.count([](auto& c) { ++c.bad_connections; });
+    // The peer closed it (or it broke): the next frame connects again. A
+    // write under way fails by itself and is written once more.
+    if (connected_ && !current_)
+      spdlog::debug("data plane: connection to {} closed: {}", endpoint_, why);
+    connected_ = false;
+    link_->close();
+  }
+
+private:
+  /// On the strand: the next frame, if no other is under way.
+  void pump() {
+    if (current_)
+      return;
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      if (stopped_ || queue_.empty()) {
+        pumping_ = false;
+        if (!stopped_ && connected_)
+          arm_idle_close();
+        return;
+      }
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    has_space_.notify_one();
+    if (connected_)
+      write();
+    else
+      connect();
+  }
+
+  void connect() {
+    std::string host;
+    uint16_t port = 0;
+    try {
+      std::tie(host, port) = parse_endpoint(endpoint_);
+    } catch (const std::exception& e) {
+      return unreachable(e.what());
+    }
+    if (link_)
+      link_->close();
+    link_ = std::make_shared<link_stream>(tcp::socket(strand_), plane_.tls_context());
+    auto link = link_;
+    connect_timer_.expires_after(plane_.opts.connect_timeout);
+    connect_timer_.async_wait([self = shared_from_this(), link](const asio::error_code& ec) {
+      if (ec || link != self->link_ || self->connected_)
+        return;
+      self->timed_out_ = true;
+      self->resolver_.cancel();
+      link->close();
+    });
+    timed_out_ = false;
+    auto self = shared_from_this();
+    asio::error_code not_numeric;
+    auto address = asio::ip::make_address_v4(host, not_numeric);
+    if (!not_numeric) {
+      // The usual case: no resolver (which would run a thread of its own).
+      link->socket().async_connect(tcp::endpoint{address, port},
+                                   [self, link](const asio::error_code& ec) {
+                                     self->tcp_connected(link, ec);
+                                   });
+      return;
+    }
+    resolver_.async_resolve(tcp::v4(), host, std::to_string(port),
+                            [self, link](const asio::error_code& ec,
+                                         tcp::resolver::results_type found) {
+                              if (ec)
+                                return self->connect_failed(link, ec);
+                              asio::async_connect(link->socket(), found,
+                                                  [self, link](const asio::error_code& ec,
+                                                               const tcp::endpoint&) {
+                                                    self->tcp_connected(link, ec);
+                                                  });
+                            });
+  }
+
+  void tcp_connected(const std::shared_ptr<link_stream>& link, const asio::error_code& ec) {
+    if (ec)
+      return connect_failed(link, ec);
+    asio::error_code ignored;
+    link->socket().set_option(tcp::no_delay{true}, ignored);
+    if (!link->tls())
+      return connected(link);
+    link->async_handshake(false, [self = shared_from_this(), link](const asio::error_code& ec) {
+      if (ec)
+        return self->connect_failed(link, ec, "TLS handshake failed: ");
+      self->connected(link);
+    });
+  }
+
+  void connect_failed(const std::shared_ptr<link_stream>& link,
+                      const asio::error_code& ec, const char* what = "") {
+    if (link != link_)
+      return;
+    connect_timer_.cancel();
+    link->close();
+    if (stopping())
+      return;
+    unreachable(timed_out_ ? "no connection within "
+                               + std::to_string(plane_.opts.connect_timeout.count()) + " ms"
+                           : what + ec.message());
+  }
+
+  void connected(const std::shared_ptr<link_stream>& link) {
+    if (link != link_)
+      return;
+    connect_timer_.cancel();
+    connected_ = true;
+    reported_ = false;
+    frame_reader::start(link, weak_from_this(), plane_.opts.limits);
+    write();
+  }
+
+  /// The frame under way cannot go: dropped, said once per streak.
+  void unreachable(const std::string& why) {
+    if (!reported_)
+      spdlog::warn("data plane: cannot reach {}: {} (frames to it are dropped "
+                   "until it answers)",
+                   endpoint_, why);
+    reported_ = true;
+    plane_.count([](auto& c) { ++c.dropped_out; });
+    current_.reset();
+    pump();
+  }
+
+  void write() {
+    idle_timer_.cancel();
+    auto link = link_;
+    if (pace_.rate_Bps <= 0) {
+      asio::async_write(*link, current_->buffers(),
+                        [self = shared_from_this(), link](const asio::error_code& ec, size_t) {
+                          self->written(link, ec);
+                        });
+      return;
+    }
+    // Paced: one contiguous copy cut into slices (at link rates of a few
+    // hundred Mbit/s the copy costs nothing that shows).
+    paced_ = std::string(current_->header.data(), current_->header.size());
+    paced_ += current_->key;
+    paced_ += current_->payload;
+    paced_offset_ = 0;
+    write_slice(link);
+  }
+
+  void write_slice(const std::shared_ptr<link_stream>& link) {
+    auto n = std::min(pacer::slice, paced_.size() - paced_offset_);
+    pace_timer_.expires_at(pace_.slot_for(n));
+    pace_timer_.async_wait([self = shared_from_this(), link, n](const asio::error_code& ec) {
+      if (ec)
+        return self->written(link, ec);
+      asio::async_write(*link, asio::buffer(self->paced_.data() + self->paced_offset_, n),
+                        [self, link, n](const asio::error_code& ec, size_t) {
+                          if (ec)
+                            return self->written(link, ec);
+                          self->paced_offset_ += n;
+                          if (self->paced_offset_ < self->paced_.size())
+                            return self->write_slice(link);
+                          self->written(link, ec);
+                        });
+    });
+  }
+
+  void written(const std::shared_ptr<link_stream>& link, const asio::error_code& ec) {
+    paced_.clear();
+    if (!ec) {
+      plane_.count([&](auto& c) {
+        ++c.frames_out;
+        c.bytes_out += static_cast<int64_t>(current_->payload.size());
+      });
+      current_.reset();
+      return pump();
+    }
+    if (stopping())
+      return;
+    spdlog::warn("data plane: connection to {} broke: {}", endpoint_, ec.message());
+    if (link == link_) {
+      connected_ = false;
+      link->close();
+    }
+    if (!current_->resent) {
+      // The receiver delivers only whole frames, and this one did not get
+      // through whole: writing it again cannot deliver it twice.
+      current_->resent = true;
+      plane_.count([](auto& c) { ++c.resent_frames; });
+      return connect();
+    }
+    plane_.count([](auto& c) { ++c.dropped_out; });
+    current_.reset();
+    pump();
+  }
+
+  void arm_idle_close() {
+    auto limit = plane_.opts.idle_timeout / 2;
+    idle_timer_.expires_after(limit);
+    idle_timer_.async_wait([self = shared_from_this(), link = link_](const asio::error_code& ec) {
+      if (ec || link != self->link_ || self->current_)
+        return;
+      spdlog::debug("data plane: closing the idle connection to {}", self->endpoint_);
+      self->connected_ = false;
+      link->close();
+    });
+  }
+
+  bool stopping() {
+    std::lock_guard<std::mutex> lock{mu_};
+    return stopped_;
+  }
+
+  data_plane_core& plane_;
+  const std::string endpoint_;
+  asio::any_io_executor strand_;
+  // Shared with senders.
+  std::mutex mu_;
+  std::condition_variable has_space_;
+  std::deque<out_frame> queue_;
+  bool stopped_ = false;
+  bool pumping_ = false; ///< a pump is scheduled or running
+  // The strand's own.
+  tcp::resolver resolver_;
+  asio::steady_timer connect_timer_, pace_timer_, idle_timer_;
+  std::shared_ptr<link_stream> link_;
+  bool connected_ = false;
+  bool timed_out_ = false;
+  bool reported_ = false;
+  std::optional<out_frame> current_;
+  pacer pace_;
+  std::string paced_;
+  size_t paced_offset_ = 0;
+};
+
+void data_plane_core::listen() {
+  auto where = opts.host + ":" + std::to_string(opts.port);
+  asio::error_code ec;
+  tcp::resolver resolver{io};
+  auto found = resolver.resolve(tcp::v4(), opts.host, std::to_string(opts.port),
+                                tcp::resolver::passive, ec);
+  if (ec || found.empty())
+    throw std::runtime_error("data plane: cannot listen on " + where
+                             + ": cannot resolve '" + opts.host + "': "
+                             + (ec ? ec.message() : "no address"));
+  auto at = found.begin()->endpoint();
+  acceptor.open(at.protocol(), ec);
+  if (!ec)
+    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec)
+    acceptor.bind(at, ec);
+  if (!ec)
+    acceptor.listen(64, ec);
+  if (!ec)
+    port = acceptor.local_endpoint(ec).port();
+  if (!ec)
+    return;
+  throw std::runtime_error("data plane: cannot listen on " + where + ": " + ec.message());
+}
+
+void data_plane_core::accept() {
+  // Each connection's own strand: its handlers never run at once.
+  acceptor.async_accept(
+    asio::any_io_executor(asio::make_strand(io)),
+    [this](const asio::error_code& ec, tcp::socket socket) {
+      if (stopping || ec == asio::error::operation_aborted)
+        return;
+      if (!ec) {
+        if (accept_failing)
+          spdlog::info("data plane: accepting connections again");
+        accept_failing = false;
+        admit(std::move(socket));
+        return accept();
+      }
+      // Out of descriptors (or memory): make room, back off, try again. The
+      // pending connection waits in the kernel's backlog meanwhile.
+      count([](auto& c) { ++c.accept_failures; });
+      if (!accept_failing)
+        spdlog::warn("data plane: cannot accept a connection: {} (trying again "
+                     "every 100 ms)",
+                     ec.message());
+      accept_failing = true;
+      evict_one();
+      accept_retry.expires_after(std::chrono::milliseconds(100));
+      accept_retry.async_wait([this](const asio::error_code& ec) {
+        if (!ec && !stopping)
+          accept();
+      });
+    });
+}
+
+bool data_plane_core::evict_one() {
+  std::shared_ptr<inbound> victim;
+  {
+    std::lock_guard<std::mutex> guard{mu};
+    for (auto& w : incoming)
+      if (auto in = w.lock(); in && !in->proven()) {
+        victim = std::move(in);
+        break;
+      }
+    if (victim)
+      ++stats.evicted_connections;
+  }
+  if (victim)
+    victim->close_soon();
+  return victim != nullptr;
+}
+
+void data_plane_core::admit(tcp::socket socket) {
+  size_t held = 0;
+  {
+    std::lock_guard<std::mutex> guard{mu};
+    incoming.remove_if([](auto& w) { return w.expired(); });
+    held = incoming.size();
+  }
+  if (held >= opts.max_incoming && !evict_one()) {
+    // Every connection held is a peer's: the newcomer is turned away.
+    count([](auto& c) { ++c.evicted_connections; });
+    spdlog::warn("data plane: refused a connection: {} connections held already",
+                 held);
+    asio::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  auto in = std::make_shared<inbound>(*this, std::move(socket));
+  {
+    std::lock_guard<std::mutex> guard{mu};
+    incoming.push_back(in);
+  }
+  in->start();
+}
+
+void data_plane_core::deliver(const frame_header& h, std::string key,
+                              std::string payload) {
+  caf::actor sink;
+  {
+    std::lock_guard<std::mutex> guard{mu};
+    ++stats.frames_in;
+    stats.bytes_in += static_cast<int64_t>(payload.size());
+    auto it = sinks.find(h.destination);
+    if (it == sinks.end()) {
+      ++stats.dropped_in;
+      return;
+    }
+    sink = it->second;
+  }
+  // The same message a sender in this process would have sent: receivers
+  // have one handler for tensors, whichever way they came.
+  caf::anon_send(sink, tensor_atom::value,
+                 serialization::message_of(h, std::move(key), std::move(payload)));
+}
+
+std::shared_ptr<outbound> data_plane_core::connection_to(const std::string& endpoint) {
+  std::lock_guard<std::mutex> guard{mu};
+  if (stopping)
+    return nullptr; // stop() has taken the map already
+  auto& slot = outgoing[endpoint];
+  if (!slot)
+    slot = std::make_shared<outbound>(*this, endpoint);
+  return slot;
+}
+
+} // namespace detail
 
 std::shared_ptr<data_plane> data_plane::start(options opts) {
   std::shared_ptr<data_plane> dp{new data_plane(std::move(opts))};
-  dp->acceptor_ = std::thread([p = dp.get()] { p->accept_loop(); });
+  auto* core = dp->core_.get();
+  core->accept();
+  int n = std::max(1, core->opts.io_threads);
+  core->running = n;
+  for (int i = 0; i < n; ++i)
+    core->threads.emplace_back([core] {
+      core->io.run();
+      std::lock_guard<std::mutex> lock{core->threads_mu};
+      --core->running;
+      core->threads_done.notify_all();
+    });
   return dp;
 }
 
-data_plane::data_plane(options opts) : opts_(std::move(opts)) {
-  if (!opts_.tls.empty())
-    tls_ = std::make_unique<detail::tls_context>(opts_.tls);
-  auto where = opts_.host + ":" + std::to_string(opts_.port);
-  auto* res = resolve(opts_.host, opts_.port, true);
-  listener_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  bool ok = listener_ >= 0
-            && ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0
-            && ::bind(listener_, res->ai_addr, res->ai_addrlen) == 0
-            && ::listen(listener_, 64) == 0;
-  ::freeaddrinfo(res);
-  if (!ok) {
-    auto why = std::string(std::strerror(errno));
-    if (listener_ >= 0)
-      ::close(listener_);
-    throw std::runtime_error("data plane: cannot listen on " + where + ": " + why);
+data_plane::data_plane(options opts)
+  : core_(std::make_shared<detail::data_plane_core>(std::move(opts))) {
+  if (!core_->opts.tls.empty()) {
+    core_->tls.emplace(asio::ssl::context::tls);
+    detail::configure_tls(core_->tls->native_handle(), core_->opts.tls);
   }
-  sockaddr_in bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ = ntohs(bound.sin_port);
+  core_->listen();
 }
 
 data_plane::~data_plane() { stop(); }
 
 void data_plane::stop() {
+  auto& c = *core_;
+  if (c.stopping.exchange(true))
+    return;
+  std::vector<std::shared_ptr<detail::outbound>> out;
+  std::vector<std::shared_ptr<detail::inbound>> in;
   {
-    std::lock_guard<std::mutex> guard{mu_};
-    if (stopping_.exchange(true))
-      return;
+    std::lock_guard<std::mutex> guard{c.mu};
+    for (auto& [_, o] : c.outgoing)
+      out.push_back(o);
+    for (auto& w : c.incoming)
+      if (auto i = w.lock())
+        in.push_back(std::move(i));
+    c.outgoing.clear();
+    c.incoming.clear();
+    c.sinks.clear();
   }
-  if (acceptor_.joinable())
-    acceptor_.join();
-  ::close(listener_);
-  std::map<std::string, std::shared_ptr<outgoing>> out;
-  std::vector<std::unique_ptr<incoming>> in;
+  for (auto& o : out)
+    o->stop();
+  for (auto& i : in)
+    i->close_soon();
+  asio::post(c.accept_strand, [&c] {
+    asio::error_code ignored;
+    c.acceptor.close(ignored);
+    c.accept_retry.cancel();
+  });
+  c.work.reset();
   {
-    std::lock_guard<std::mutex> guard{mu_};
-    out.swap(outgoing_);
-    in.swap(incoming_);
-    sinks_.clear();
+    // Every handler ends once its socket or timer is closed; the bound is
+    // for one that does not.
+    std::unique_lock<std::mutex> lock{c.threads_mu};
+    c.threads_done.wait_for(lock, std::chrono::seconds(3), [&] { return c.running == 0; });
   }
-  for (auto& [_, o] : out) {
-    {
-      std::lock_guard<std::mutex> guard{o->mu};
-      o->stop = true;
-      if (o->fd >= 0)
-        ::shutdown(o->fd, SHUT_RDWR); // wakes a writer blocked on a hung peer
-    }
-    o->has_frames.notify_all();
-    o->has_space.notify_all();
-    o->writer.join();
-    if (o->fd >= 0)
-      ::close(o->fd);
-  }
-  for (auto& i : in) {
-    ::shutdown(i->fd, SHUT_RDWR);
-    i->reader.join();
-    ::close(i->fd);
-  }
+  c.io.stop();
+  for (auto& t : c.threads)
+    if (t.joinable())
+      t.join();
 }
+
+uint16_t data_plane::port() const { return core_->port; }
+
+void data_plane::serve_job(int64_t job) { core_->job = job; }
+
+int64_t data_plane::job() const { return core_->job; }
 
 void data_plane::add_sink(const caf::actor& a) {
   if (!a)
     return;
   {
-    std::lock_guard<std::mutex> guard{mu_};
-    sinks_[a.id()] = a;
+    std::lock_guard<std::mutex> guard{core_->mu};
+    core_->sinks[a.id()] = a;
   }
   std::weak_ptr<data_plane> weak = shared_from_this();
   a->attach_functor([weak, id = a.id()] {
@@ -282,242 +792,21 @@ void data_plane::add_sink(const caf::actor& a) {
 }
 
 void data_plane::remove_sink(caf::actor_id id) {
-  std::lock_guard<std::mutex> guard{mu_};
-  sinks_.erase(id);
+  std::lock_guard<std::mutex> guard{core_->mu};
+  core_->sinks.erase(id);
 }
 
 data_plane::counters data_plane::stats() const {
-  std::lock_guard<std::mutex> guard{mu_};
-  return stats_;
-}
-
-std::shared_ptr<data_plane::outgoing>
-data_plane::connection_to(const std::string& endpoint) {
-  std::lock_guard<std::mutex> guard{mu_};
-  if (stopping_)
-    return nullptr; // stop() has taken the map already
-  auto& slot = outgoing_[endpoint];
-  if (!slot) {
-    slot = std::make_shared<outgoing>();
-    slot->endpoint = endpoint;
-    slot->writer = std::thread([this, o = slot.get()] { write_loop(o); });
-  }
-  return slot;
+  std::lock_guard<std::mutex> guard{core_->mu};
+  return core_->stats;
 }
 
 bool data_plane::send(const std::string& endpoint, caf::actor_id destination,
                       serialization::tensor_message m) {
-  auto h = serialization::frame_header_of(m, destination);
-  auto o = connection_to(endpoint);
+  auto o = core_->connection_to(endpoint);
   if (!o)
     return false;
-  std::unique_lock<std::mutex> lock{o->mu};
-  if (!o->has_space.wait_for(lock, opts_.queue_wait, [&] {
-        return o->stop || o->queue.size() < opts_.queue_frames;
-      })
-      || o->stop) {
-    lock.unlock();
-    count([](counters& c) { ++c.dropped_out; });
-    return false;
-  }
-  o->queue.push_back({serialization::encode_frame_header(h), std::move(m.key),
-                      std::move(m.payload)});
-  lock.unlock();
-  o->has_frames.notify_one();
-  return true;
-}
-
-void data_plane::write_loop(outgoing* o) {
-  pacer pace{opts_.rate_Bps};
-  bool reported = false;
-  for (;;) {
-    outgoing::frame f;
-    {
-      std::unique_lock<std::mutex> lock{o->mu};
-      o->has_frames.wait(lock, [&] { return o->stop || !o->queue.empty(); });
-      if (o->stop)
-        return;
-      f = std::move(o->queue.front());
-      o->queue.pop_front();
-    }
-    o->has_space.notify_one();
-    if (o->fd < 0) {
-      std::string why;
-      int fd = open_connection(o->endpoint, opts_.connect_timeout, why);
-      std::unique_ptr<detail::tls_stream> tls;
-      if (fd >= 0 && tls_) {
-        tls = detail::tls_stream::handshake(*tls_, fd, false,
-                                            opts_.handshake_timeout, why);
-        if (!tls) {
-          why = "TLS handshake failed: " + why;
-          ::close(fd);
-          fd = -1;
-        }
-      }
-      {
-        std::lock_guard<std::mutex> lock{o->mu};
-        if (o->stop) {
-          if (fd >= 0)
-            ::close(fd);
-          return;
-        }
-        o->fd = fd;
-        o->tls = std::move(tls);
-      }
-      if (fd < 0) {
-        if (!reported)
-          spdlog::warn("data plane: cannot reach {}: {} (frames to it are "
-                       "dropped until it answers)", o->endpoint, why);
-        reported = true;
-        count([](counters& c) { ++c.dropped_out; });
-        continue;
-      }
-      reported = false;
-    }
-    // MSG_MORE holds a part back only while another part follows: a frame
-    // whose key or payload is empty must not leave its header corked.
-    link_io io{o->fd, o->tls.get()};
-    bool ok = write_all(io, f.header.data(), f.header.size(), pace,
-                        !f.key.empty() || !f.payload.empty())
-              && write_all(io, f.key.data(), f.key.size(), pace,
-                           !f.payload.empty())
-              && write_all(io, f.payload.data(), f.payload.size(), pace, false);
-    if (ok) {
-      count([&](counters& c) {
-        ++c.frames_out;
-        c.bytes_out += static_cast<int64_t>(f.payload.size());
-      });
-      continue;
-    }
-    auto why = std::string(std::strerror(errno));
-    count([](counters& c) { ++c.dropped_out; });
-    std::lock_guard<std::mutex> lock{o->mu};
-    if (o->stop)
-      return;
-    spdlog::warn("data plane: connection to {} broke: {}", o->endpoint, why);
-    o->tls.reset();
-    ::close(o->fd);
-    o->fd = -1;
-  }
-}
-
-void data_plane::accept_loop() {
-  while (!stopping_) {
-    pollfd p{listener_, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    sockaddr_in from{};
-    socklen_t from_len = sizeof from;
-    int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&from), &from_len,
-                       SOCK_CLOEXEC);
-    if (fd < 0)
-      continue;
-    char address[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &from.sin_addr, address, sizeof address);
-    set_nodelay(fd);
-    std::lock_guard<std::mutex> guard{mu_};
-    if (stopping_) {
-      ::close(fd);
-      return;
-    }
-    // Reap readers whose peer went away.
-    for (auto it = incoming_.begin(); it != incoming_.end();)
-      if ((*it)->done) {
-        (*it)->reader.join();
-        ::close((*it)->fd);
-        it = incoming_.erase(it);
-      } else {
-        ++it;
-      }
-    auto in = std::make_unique<incoming>();
-    in->fd = fd;
-    in->peer = std::string(address) + ":" + std::to_string(ntohs(from.sin_port));
-    in->reader = std::thread([this, p = in.get()] { read_loop(p); });
-    incoming_.push_back(std::move(in));
-  }
-}
-
-void data_plane::read_loop(incoming* in) {
-  if (tls_) {
-    // In this thread, so a slow or silent peer holds up nobody else.
-    std::string why;
-    in->tls = detail::tls_stream::handshake(*tls_, in->fd, true,
-                                            opts_.handshake_timeout, why);
-    if (!in->tls) {
-      spdlog::warn("data plane: refused a connection from {}: TLS handshake "
-                   "failed: {}",
-                   in->peer, why);
-      count([](counters& c) { ++c.refused_handshakes; });
-      ::shutdown(in->fd, SHUT_RDWR);
-      in->done = true;
-      return;
-    }
-  }
-  link_io io{in->fd, in->tls.get()};
-  std::array<char, serialization::frame_header_size> raw;
-  while (read_all(io, raw.data(), raw.size())) {
-    frame_header h;
-    try {
-      h = serialization::decode_frame_header(raw.data(), opts_.limits);
-    } catch (const serialization::wire_error& e) {
-      spdlog::warn("data plane: closing a connection that sent a bad frame: {}",
-                   e.what());
-      count([](counters& c) { ++c.bad_connections; });
-      break;
-    }
-    if (const int64_t serving = job_; h.job != serving) {
-      // Not this node's job: nothing of it is read, let alone delivered.
-      spdlog::warn("data plane: closing a connection that sent {} of job {} "
-                   "(this node serves {})",
-                   serialization::to_string(h.kind), h.job,
-                   serving ? "job " + std::to_string(serving) : std::string("no job"));
-      count([](counters& c) { ++c.bad_connections; });
-      break;
-    }
-    std::string key(h.key_size, '\0');
-    std::string payload(h.payload_size, '\0');
-    if (!read_all(io, key.data(), key.size())
-        || !read_all(io, payload.data(), payload.size()))
-      break;
-    deliver(h, std::move(key), std::move(payload));
-  }
-  ::shutdown(in->fd, SHUT_RDWR);
-  in->done = true;
-}
-
-void data_plane::deliver(const frame_header& h, std::string key,
-                         std::string payload) {
-  if (h.kind == tensor_kind::echo) {
-    // A link probe: answer on our own connection to the prober's plane.
-    serialization::tensor_message reply;
-    reply.kind = tensor_kind::echo_reply;
-    reply.job = h.job;
-    reply.step = static_cast<int64_t>(payload.size());
-    try {
-      parse_endpoint(key);
-    } catch (const std::exception& e) {
-      spdlog::warn("data plane: echo with a bad reply address: {}", e.what());
-      return;
-    }
-    send(key, static_cast<caf::actor_id>(h.step), std::move(reply));
-    return;
-  }
-  caf::actor sink;
-  {
-    std::lock_guard<std::mutex> guard{mu_};
-    ++stats_.frames_in;
-    stats_.bytes_in += static_cast<int64_t>(payload.size());
-    auto it = sinks_.find(h.destination);
-    if (it == sinks_.end()) {
-      ++stats_.dropped_in;
-      return;
-    }
-    sink = it->second;
-  }
-  // The same message a sender in this process would have sent: receivers
-  // have one handler for tensors, whichever way they came.
-  caf::anon_send(sink, tensor_atom::value,
-                 serialization::message_of(h, std::move(key), std::move(payload)));
+  return o->enqueue(detail::frame_of(std::move(m), destination));
 }
 
 std::string data_endpoint(const std::string& node_endpoint, int64_t data_port) {

@@ -292,12 +292,11 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         return rp;
       }
       auto name = self->state.opts.name;
-      auto my_endpoint = self->state.opts.endpoint;
       auto dp = self->state.dp;
       // The peer's node serves the same job (or, between jobs, none).
       const auto job = self->state.claim.job();
       self->system().spawn(
-        [rp, name, endpoint, bytes, repeats, path, stream, dp, my_endpoint,
+        [rp, name, endpoint, bytes, repeats, path, stream, dp,
          job](caf::blocking_actor* w) mutable {
           auto fail = [&](const std::string& why) {
             rp.deliver(name + " -> " + endpoint + ": " + why, int64_t{0},
@@ -318,7 +317,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           } catch (const std::exception& e) {
             return fail(e.what());
           }
-          std::string peer_dp, my_dp;
+          std::string peer_dp;
           int64_t port = 0;
           if (path != probe_caf) {
             w->request(peer, std::chrono::seconds(5), caps_atom::value)
@@ -329,7 +328,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
                     port = j.value("data_port", int64_t{0});
                 },
                 [&](caf::error&) {});
-            bool mine = dp && !my_endpoint.empty();
+            bool mine = dp != nullptr;
             bool theirs = !data_endpoint(endpoint, port).empty();
             if (path == probe_auto)
               path = mine && theirs ? probe_data_plane : probe_caf;
@@ -340,14 +339,13 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           }
           // The probe's channel (channel.hpp), the way tensors between
           // the two nodes would go: out through our data plane to the
-          // peer's plane itself (destination 0), which answers to our
-          // plane's actor `step` at address `key`; or a CAF message to the
+          // peer's plane itself (destination 0), which answers on the same
+          // connection to our plane's actor `step`; or a CAF message to the
           // peer's device actor, which answers the sender. Either way the
           // answer is an echo_reply tensor message.
           channel_ptr ch;
           if (path == probe_data_plane) {
             peer_dp = data_endpoint(endpoint, port);
-            my_dp = data_endpoint(my_endpoint, dp->port());
             dp->add_sink(caf::actor_cast<caf::actor>(w));
             ch = make_tcp_channel(dp, peer_dp, 0);
           } else {
@@ -358,7 +356,6 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
             m.kind = serialization::tensor_kind::echo;
             m.job = job;
             m.step = static_cast<int64_t>(w->id());
-            m.key = my_dp;
             m.payload = std::move(payload);
             return ch->send(w, std::move(m)).empty();
           };

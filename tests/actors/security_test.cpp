@@ -16,6 +16,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -100,14 +101,17 @@ struct local_sink {
   }
 };
 
-int64_t resident_kib(int pid) {
+/// A number field of /proc/PID/status ("VmRSS", in KiB; "Threads").
+int64_t status_field(int pid, const std::string& field) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0)
-      return std::stoll(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stoll(line.substr(field.size() + 1));
   return -1;
 }
+
+int64_t resident_kib(int pid) { return status_field(pid, "VmRSS"); }
 
 } // namespace
 
@@ -216,7 +220,7 @@ TEST_CASE("data plane with credentials: members exchange frames, others are "
 }
 
 TEST_CASE("data plane with credentials: a probe echo comes back on the "
-          "answering plane's own connection") {
+          "prober's own connection") {
   two_clusters k;
   local_sink local;
   auto& sink = *local.self;
@@ -322,6 +326,45 @@ TEST_CASE("nodes with credentials: the cluster's members drive them and they "
   const auto after = resident_kib(cluster.pids()[0]);
   INFO("node0 resident " << before << " KiB before, " << after << " KiB after");
   CHECK(after - before < 16 * 1024);
+
+  // 200 idle connections to its data plane: it answers heartbeats as
+  // before, with no thread and little memory for them.
+  auto data_port = static_cast<uint16_t>(
+    nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+  REQUIRE(data_port > 0);
+  const int pid = cluster.pids()[0];
+  const auto threads_before = status_field(pid, "Threads");
+  const auto kib_before = resident_kib(pid);
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i)
+    if (int fd = test::connect_loopback(data_port); fd >= 0)
+      idle.push_back(fd);
+  CHECK(idle.size() == 200);
+  std::vector<double> rtt_ms;
+  for (int64_t i = 0; i < 20; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    self->request(devices[0], 5s, actors::heartbeat_atom::value, i)
+      .receive([&](actors::heartbeat_atom, int64_t) {},
+               [&](caf::error& e) { FAIL(sys.render(e)); });
+    rtt_ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count());
+  }
+  std::sort(rtt_ms.begin(), rtt_ms.end());
+  const auto threads_during = status_field(pid, "Threads");
+  const auto kib_during = resident_kib(pid);
+  for (int fd : idle)
+    ::close(fd);
+  INFO("heartbeat round trips with 200 idle connections: median "
+       << rtt_ms[rtt_ms.size() / 2] << " ms, max " << rtt_ms.back() << " ms; threads "
+       << threads_before << " -> " << threads_during << "; resident " << kib_before
+       << " -> " << kib_during << " KiB");
+  CHECK(rtt_ms[rtt_ms.size() / 2] < 100);
+  CHECK(threads_during - threads_before < 8);
+  CHECK(kib_during - kib_before < 64 * 1024);
+  // And serves normally once they are gone: a probe over the data plane.
+  auto again = actors::measure_cluster(sys, devices, cluster.endpoints(), 0, lp);
+  CHECK(again.bandwidth(0, 1) > 0);
 }
 
 TEST_CASE("a job on nodes with credentials trains to the single-device "

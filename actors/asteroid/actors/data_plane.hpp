@@ -12,15 +12,26 @@
 /// as the same `tensor_atom` message a sender in its process would have
 /// sent, so actors handle one message type whichever way it came.
 ///
-/// Shape (PipeEdge-like): one listener and one reader thread per incoming
-/// connection; one writer thread per destination with a bounded queue, so a
-/// replica hands its bytes over and goes back to compute. A full queue makes
-/// the sender wait (backpressure), up to `queue_wait`, then the frame is
-/// dropped and `send` says so. Frames for an actor that is gone are
-/// dropped: after a recovery, stale frames of an old generation name actor
-/// ids nobody registers again. Malformed input closes that connection only,
-/// and so does a frame of a job other than the one the node serves
-/// (`serve_job`), before any of its payload is read.
+/// Shape (PipeEdge-like, on standalone Asio): one event loop run by a small
+/// fixed pool of threads (`options::io_threads`) serves the listener and
+/// every connection; no thread per connection. Outgoing frames queue per
+/// destination (bounded), so a replica hands its bytes over and goes back
+/// to compute; a full queue makes the sender wait (backpressure), up to
+/// `queue_wait`, then the frame is dropped and `send` says so. Frames for an
+/// actor that is gone are dropped: after a recovery, stale frames of an old
+/// generation name actor ids nobody registers again.
+///
+/// What a peer can make a node do is bounded: malformed input closes that
+/// connection only, and so does a frame of a job other than the one the
+/// node serves (`serve_job`), before any of its payload is read; payload
+/// memory is committed as its bytes arrive, never on a header's word;
+/// incoming connections are capped (`max_incoming`: the oldest one that has
+/// not yet shown itself a peer makes room, else the newcomer is closed) and
+/// closed when silent (`handshake_timeout` before a first frame or the TLS
+/// handshake, `idle_timeout` after); when the process runs out of file
+/// descriptors the listener backs off and accepts again once some close.
+/// The node connects only to the endpoints its own runtime sends to: a
+/// probe echo is answered on the connection it came in on.
 ///
 /// With the cluster's credentials (`options::tls`) every connection is TLS
 /// 1.3 with a certificate of the cluster's CA on both sides; a peer without
@@ -31,21 +42,15 @@
 
 #include <caf/all.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 namespace asteroid::actors {
 
 namespace detail {
-class tls_context;
-class tls_stream;
+struct data_plane_core;
 } // namespace detail
 
 class data_plane : public std::enable_shared_from_this<data_plane> {
@@ -62,8 +67,16 @@ public:
     serialization::frame_limits limits;
     /// Empty: plain TCP. Otherwise every connection is TLS with these.
     credentials tls;
-    /// A peer that connects must finish the TLS handshake within this.
+    /// A peer that connects must finish the TLS handshake (plain TCP: send
+    /// its first frame header) within this.
     std::chrono::milliseconds handshake_timeout{5000};
+    /// An incoming connection silent this long after its first frame is
+    /// closed; its sender connects again for its next frame.
+    std::chrono::milliseconds idle_timeout{120000};
+    /// Incoming connections held at once (a node's peers need one each).
+    size_t max_incoming = 64;
+    /// Threads that run every connection's I/O (and TLS) together.
+    int io_threads = 2;
   };
 
   struct counters {
@@ -71,6 +84,14 @@ public:
     int64_t dropped_out = 0, dropped_in = 0, bad_connections = 0;
     /// Connections dropped in the TLS handshake (no valid certificate).
     int64_t refused_handshakes = 0;
+    /// Incoming connections closed to stay within `max_incoming`, or for
+    /// silence (`handshake_timeout`, `idle_timeout`).
+    int64_t evicted_connections = 0, silent_connections = 0;
+    /// Accepts that failed for want of resources (file descriptors),
+    /// each followed by a back-off.
+    int64_t accept_failures = 0;
+    /// Frames written again on a new connection after the old one broke.
+    int64_t resent_frames = 0;
   };
 
   /// Listens at once; throws std::runtime_error naming host:port on failure,
@@ -80,11 +101,11 @@ public:
   data_plane(const data_plane&) = delete;
   data_plane& operator=(const data_plane&) = delete;
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const;
   /// Frames are accepted only when they name job `job` (0: none, between
   /// jobs). Set by the node's device when a job claims or frees it.
-  void serve_job(int64_t job) { job_ = job; }
-  int64_t job() const { return job_; }
+  void serve_job(int64_t job);
+  int64_t job() const;
   /// Frames whose destination is `a.id()` are delivered to `a` until it
   /// terminates.
   void add_sink(const caf::actor& a);
@@ -95,39 +116,14 @@ public:
   bool send(const std::string& endpoint, caf::actor_id destination,
             serialization::tensor_message m);
   counters stats() const;
-  /// Closes every connection and joins every thread; idempotent.
+  /// Closes every connection and joins every thread (a blocked `send`
+  /// returns false); idempotent.
   void stop();
 
 private:
-  struct outgoing;
-  struct incoming;
   explicit data_plane(options opts);
-  void accept_loop();
-  void read_loop(incoming* in);
-  void write_loop(outgoing* out);
-  void deliver(const serialization::frame_header& h, std::string key,
-               std::string payload);
-  /// Null once stopping.
-  std::shared_ptr<outgoing> connection_to(const std::string& endpoint);
-  template <class F>
-  void count(F f) {
-    std::lock_guard<std::mutex> guard{mu_};
-    f(stats_);
-  }
 
-  options opts_;
-  std::unique_ptr<detail::tls_context> tls_; ///< null: plain TCP
-  int listener_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int64_t> job_{0};
-  std::thread acceptor_;
-  mutable std::mutex mu_; ///< guards sinks_, outgoing_, incoming_, stats_
-  std::map<caf::actor_id, caf::actor> sinks_;
-  /// Shared with senders in flight, so that stop() cannot free one under them.
-  std::map<std::string, std::shared_ptr<outgoing>> outgoing_;
-  std::vector<std::unique_ptr<incoming>> incoming_;
-  counters stats_;
+  std::shared_ptr<detail::data_plane_core> core_;
 };
 
 /// "host:port" of the data plane of the node published at `node_endpoint`

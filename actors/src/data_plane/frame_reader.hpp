@@ -1,0 +1,154 @@
+#pragma once
+// Reads data-plane frames off one link, one after another, and hands them
+// to the link's owner. The header is checked before anything is allocated;
+// the payload is then read in growing pieces, so the memory a frame holds
+// follows the bytes that actually arrived, never a header's word (a peer
+// that claims 2 GiB and sends 10 bytes costs 1 MiB, not 2 GiB).
+#include "link_stream.hpp"
+
+#include "asteroid/serialization/frame.hpp"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+
+namespace asteroid::actors::detail {
+
+/// The owner of a link that frames are read from. Called on the link's
+/// strand; `from` tells which link, for an owner that replaces its link.
+class frame_receiver {
+public:
+  virtual ~frame_receiver() = default;
+  /// Some bytes arrived: the peer is alive.
+  virtual void on_bytes(const link_stream& from) = 0;
+  /// A header that decoded; false closes the link before the frame's key
+  /// or payload is read.
+  virtual bool on_header(const link_stream& from,
+                         const serialization::frame_header& h) = 0;
+  virtual void on_frame(const link_stream& from, serialization::frame_header h,
+                        std::string key, std::string payload) = 0;
+  /// Reading ended: the link closed or broke (`bad` false), or the peer sent
+  /// a header that does not decode (`bad` true); `why` says which.
+  virtual void on_end(const link_stream& from, const std::string& why, bool bad) = 0;
+};
+
+class frame_reader : public std::enable_shared_from_this<frame_reader> {
+public:
+  /// The first piece of a payload, and the most a payload grows by at once
+  /// beyond what already arrived.
+  static constexpr size_t first_piece = size_t{1} << 20;
+
+  /// Reads until the link closes or the receiver refuses a header. Keeps
+  /// the link alive while it reads; holds the receiver only weakly.
+  static void start(std::shared_ptr<link_stream> link,
+                    std::weak_ptr<frame_receiver> to,
+                    serialization::frame_limits limits) {
+    std::shared_ptr<frame_reader> r{
+      new frame_reader(std::move(link), std::move(to), limits)};
+    r->read_header();
+  }
+
+private:
+  frame_reader(std::shared_ptr<link_stream> link, std::weak_ptr<frame_receiver> to,
+               serialization::frame_limits limits)
+    : link_(std::move(link)), to_(std::move(to)), limits_(limits) {}
+
+  void read_header() {
+    asio::async_read(*link_, asio::buffer(raw_),
+                     [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                       self->on_header_bytes(ec);
+                     });
+  }
+
+  void on_header_bytes(const asio::error_code& ec) {
+    auto to = to_.lock();
+    if (!to)
+      return link_->close();
+    if (ec)
+      return to->on_end(*link_, ec.message(), false);
+    to->on_bytes(*link_);
+    try {
+      header_ = serialization::decode_frame_header(raw_.data(), limits_);
+    } catch (const serialization::wire_error& e) {
+      return to->on_end(*link_, e.what(), true);
+    }
+    if (!to->on_header(*link_, header_))
+      return link_->close();
+    key_.assign(header_.key_size, '\0');
+    payload_.clear();
+    have_ = 0;
+    if (key_.empty())
+      return read_payload();
+    asio::async_read(*link_, asio::buffer(key_),
+                     [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                       if (self->keep_reading(ec))
+                         self->read_payload();
+                     });
+  }
+
+  void read_payload() {
+    if (have_ == header_.payload_size)
+      return complete();
+    auto target = static_cast<size_t>(
+      std::min<uint64_t>(header_.payload_size, std::max(have_ * 2, first_piece)));
+    grow(payload_, target);
+    asio::async_read(*link_, asio::buffer(payload_.data() + have_, target - have_),
+                     [self = shared_from_this(), target](const asio::error_code& ec,
+                                                         size_t) {
+                       if (!self->keep_reading(ec))
+                         return;
+                       self->have_ = target;
+                       self->read_payload();
+                     });
+  }
+
+  void complete() {
+    auto to = to_.lock();
+    if (!to)
+      return link_->close();
+    to->on_frame(*link_, header_, std::move(key_), std::move(payload_));
+    key_.clear();
+    payload_ = std::string();
+    read_header();
+  }
+
+  /// After a read: false (and the receiver told) when the link ended.
+  bool keep_reading(const asio::error_code& ec) {
+    auto to = to_.lock();
+    if (!to) {
+      link_->close();
+      return false;
+    }
+    if (ec) {
+      to->on_end(*link_, ec.message(), false);
+      return false;
+    }
+    to->on_bytes(*link_);
+    return true;
+  }
+
+  /// `s` resized to `n`; past its capacity into a new buffer of exactly
+  /// `n` bytes (not the doubling std::string would pick).
+  static void grow(std::string& s, size_t n) {
+    if (n <= s.capacity()) {
+      s.resize(n);
+      return;
+    }
+    std::string bigger;
+    bigger.reserve(n);
+    bigger.append(s);
+    bigger.resize(n);
+    s.swap(bigger);
+  }
+
+  std::shared_ptr<link_stream> link_;
+  std::weak_ptr<frame_receiver> to_;
+  serialization::frame_limits limits_;
+  std::array<char, serialization::frame_header_size> raw_{};
+  serialization::frame_header header_;
+  std::string key_, payload_;
+  size_t have_ = 0;
+};
+
+} // namespace asteroid::actors::detail
