@@ -281,6 +281,11 @@ private:
   /// Writes the job file's checkpoint: `state` (weights and optimizer
   /// state, as gather_full_state returns it) before step `step`.
   void save_checkpoint(int64_t step, serialization::named_tensors state);
+  /// The state `job_.resume_from` holds, checked against this job (model,
+  /// model options, a step within `total_steps`, every layer's entries),
+  /// and loaded into the supervisor's model. Throws std::invalid_argument
+  /// naming the file and what does not match.
+  state_source resume_state(int64_t total_steps);
   /// Whether the job file names a checkpoint: it is written every
   /// checkpoint_every steps whatever the recovery mode, and at the end.
   bool checkpoints_on() const { return !ft().checkpoint_path.empty(); }

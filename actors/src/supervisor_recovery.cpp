@@ -30,6 +30,35 @@ void supervisor::save_checkpoint(int64_t step, serialization::named_tensors stat
   checkpoint_step_ = step;
 }
 
+state_source supervisor::resume_state(int64_t total_steps) {
+  auto ck = serialization::load_checkpoint(job_.resume_from);
+  const auto where = "resume: checkpoint '" + job_.resume_from + "'";
+  if (ck.model_name != job_.model)
+    throw std::invalid_argument(where + " holds model '" + ck.model_name
+                                + "', but the job trains '" + job_.model + "'");
+  if (ck.model_options_json != job_.model_options.dump())
+    throw std::invalid_argument(where + " was written with model options "
+                                + ck.model_options_json + ", but the job has "
+                                + job_.model_options.dump());
+  // A checksum proves the file undamaged, not that its step fits this job:
+  // the step indexes the data order.
+  if (ck.step < 0 || ck.step > total_steps)
+    throw std::invalid_argument(where + " holds step " + std::to_string(ck.step)
+                                + ", outside this job's steps 0 to "
+                                + std::to_string(total_steps));
+  try {
+    load_stage_state(model_, 0, static_cast<int>(model_->size()), nullptr,
+                     ck.model_state);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(where + ": " + e.what());
+  }
+  state_source src;
+  src.version = ck.step;
+  src.full = std::move(ck.model_state);
+  checkpoint_step_ = ck.step; // written already: not again before a step ran
+  return src;
+}
+
 void supervisor::drain_losses(int64_t step) {
   // Devices often fail together (a switch, a power strip): take every loss
   // already reported before planning around the first one. Everything else

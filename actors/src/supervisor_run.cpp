@@ -30,6 +30,11 @@ job_result supervisor::run() {
   if (job_.max_steps >= 0)
     total_steps = std::min(total_steps, job_.max_steps);
   last_step_ = total_steps;
+  // Before any node is claimed: a checkpoint that does not fit the job fails
+  // it here, naming the file.
+  const auto resumed = job_.resume_from.empty() ? state_source{}
+                                                : resume_state(total_steps);
+  const int64_t first_step = std::max<int64_t>(resumed.version, 0);
   claim_nodes();
   speed_scale_.assign(devices_.size(), 1.0);
   if (!job_.plan && job_.measure_links
@@ -60,7 +65,7 @@ job_result supervisor::run() {
     [&]() -> std::pair<planner::plan, state_source> {
       if (dead_.empty()) {
         inject_faults_when("start", std::numeric_limits<int64_t>::max());
-        return {first_plan, {}};
+        return {first_plan, resumed};
       }
       if (!snapshots_on() && ft().recovery != "restart")
         throw std::runtime_error("node " + who(*dead_.begin())
@@ -72,9 +77,9 @@ job_result supervisor::run() {
                                       known_profile(), how)
                     .patched;
       check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
-      return {next, {}};
+      return {next, resumed};
     },
-    0);
+    first_step);
   for (size_t d = 0; d < devices_.size(); ++d) {
     trace_.process_names[static_cast<int>(d)] = name_of(static_cast<int>(d));
     trace_.thread_names[{static_cast<int>(d), 999}] = "faults";
@@ -86,11 +91,13 @@ job_result supervisor::run() {
                           {"batch_size", B},
                           {"replicas", num_replicas_},
                           {"steps", total_steps},
+                          {"first_step", first_step},
+                          {"resumed_from", job_.resume_from},
                           {"recovery", ft().recovery}});
   result_.plan = plan_;
   enter(job_state::running);
   auto t_start = wall_us();
-  int64_t step = 0;
+  int64_t step = first_step;
   int64_t cached_epoch = -1;
   auto last_t1 = t_start;
   std::vector<std::vector<int64_t>> batches;
@@ -168,7 +175,8 @@ job_result supervisor::run() {
       progress_.update("step " + std::to_string(step) + "/"
                          + std::to_string(total_steps),
                        step * B, total_steps * B,
-                       elapsed > 0 ? step * B / elapsed : 0.0, result_.last_loss);
+                       elapsed > 0 ? (step - first_step) * B / elapsed : 0.0,
+                       result_.last_loss);
     }
   } catch (...) {
     progress_.finish();
@@ -178,7 +186,8 @@ job_result supervisor::run() {
   progress_.finish();
   result_.steps = step;
   result_.seconds = (wall_us() - t_start) * 1e-6;
-  result_.samples_per_s = result_.seconds > 0 ? step * B / result_.seconds : 0;
+  result_.samples_per_s
+    = result_.seconds > 0 ? (step - first_step) * B / result_.seconds : 0;
   result_.plan = plan_;
   // -- gather the weights --
   serialization::named_tensors full;

@@ -20,7 +20,10 @@ void add_keys_command(CLI::App& app);
 /// `--credentials DIR` of a program that connects to or is a node: the
 /// member folder `asteroid keys` wrote (stored in `dir`).
 CLI::Option* add_credentials_option(CLI::App* cmd, std::string& dir);
-/// Runs a hybrid-pipeline job file (asteroid job --config; train --config).
-int run_job_file(const std::string& path);
+/// `--resume CKPT` of a command that runs a job file (stored in `path`).
+CLI::Option* add_resume_option(CLI::App* cmd, std::string& path);
+/// Runs a hybrid-pipeline job file (asteroid job --config; train --config),
+/// from its checkpoint `resume_from` when that is not empty.
+int run_job_file(const std::string& path, const std::string& resume_from = "");
 
 } // namespace asteroid::apps

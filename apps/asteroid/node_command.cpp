@@ -116,6 +116,7 @@ void add_cluster_command(CLI::App& app) {
   auto slowdown = std::make_shared<std::string>();
   auto memory = std::make_shared<std::string>();
   auto job = std::make_shared<std::string>();
+  auto resume = std::make_shared<std::string>();
   auto base_port = std::make_shared<int>(27000);
   cmd->add_option("--nodes,-n", o->nodes, "Number of nodes")
     ->capture_default_str();
@@ -137,6 +138,7 @@ void add_cluster_command(CLI::App& app) {
   cmd->add_option("--job", *job,
                   "Run this job file on the nodes (its 'nodes' are replaced), "
                   "then stop them");
+  add_resume_option(cmd, *resume)->needs("--job");
   cmd->callback([=] {
     o->exe = "/proc/self/exe";
     char buf[4096];
@@ -160,6 +162,7 @@ void add_cluster_command(CLI::App& app) {
         auto spec = actors::load_job_file(*job);
         spec.nodes = cluster.endpoints();
         spec.credentials = cluster.credentials_folder();
+        spec.resume_from = *resume;
         if (spec.progress < 0)
           spec.progress = 1;
         // A signal while the nodes started: no job.

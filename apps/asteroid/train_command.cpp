@@ -19,7 +19,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--config", *config,
                   "Alias of `asteroid job --config FILE` (the one spelling "
                   "for running a job file on nodes; this one is kept for "
-                  "older scripts): the other flags are then ignored")
+                  "older scripts): the other flags but --resume are then "
+                  "ignored")
     ->check(CLI::ExistingFile);
   cmd->add_option("--model,-m", o->model,
                   "Model from the zoo (see `asteroid models`)")
@@ -90,7 +91,7 @@ void add_train_command(CLI::App& app) {
     ->capture_default_str();
   cmd->callback([o, optimizer, no_eval, width, config] {
     if (!config->empty()) {
-      if (auto code = run_job_file(*config))
+      if (auto code = run_job_file(*config, o->resume_from))
         std::exit(code); // stopped by a signal: 128 + the signal
       return;
     }

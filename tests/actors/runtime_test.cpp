@@ -130,6 +130,90 @@ TEST_CASE("a replay job with a checkpoint file leaves a checkpoint of its final 
   CHECK(has_optimizer_state);
 }
 
+namespace {
+
+/// The records of `event` in a metrics file (JSON lines).
+std::vector<json> records_of(const std::string& path, const std::string& event) {
+  std::vector<json> out;
+  std::ifstream in{path};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == event)
+      out.push_back(std::move(j));
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a job resumed from its checkpoint ends with the weights of a run "
+          "never interrupted (issue 21, item 5)") {
+  auto train = synthetic(16 * 8);
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
+                                               {2, 3, {2, 3}, {6, 2}}}));
+  job.max_steps = 8;
+  // base_job's SGD has momentum: state beyond the weights that must come back.
+  job.fault_tolerance.recovery = "replay";
+  job.fault_tolerance.checkpoint_every = 3;
+  auto whole = run_in_process(job, 4, train);
+  REQUIRE(whole.steps == 8);
+
+  // The first 5 steps, as if the supervisor had died after them.
+  auto path = std::string{ASTEROID_TEST_TMP} + "/job-resume.ckpt";
+  std::filesystem::remove(path);
+  auto first = job;
+  first.max_steps = 5;
+  first.fault_tolerance.checkpoint_path = path;
+  REQUIRE(run_in_process(first, 4, train).steps == 5);
+  REQUIRE(serialization::load_checkpoint(path).step == 5);
+
+  auto rest = job;
+  rest.fault_tolerance.checkpoint_path = path;
+  rest.resume_from = path;
+  rest.metrics_path = std::string{ASTEROID_TEST_TMP} + "/job-resume.jsonl";
+  std::filesystem::remove(rest.metrics_path);
+  auto resumed = run_in_process(rest, 4, train);
+  CHECK(resumed.steps == 8);
+  // It ran steps 5 to 7 only, from the checkpoint's state.
+  auto starts = records_of(rest.metrics_path, "start");
+  REQUIRE(starts.size() == 1);
+  CHECK(starts[0]["first_step"] == 5);
+  CHECK(records_of(rest.metrics_path, "iteration").size() == 3);
+  std::filesystem::remove(rest.metrics_path);
+  auto diff = max_abs_diff(resumed.model, whole.model);
+  INFO("max |w_resumed - w_whole| " << diff);
+  CHECK(diff < 1e-6);
+  CHECK(serialization::load_checkpoint(path).step == 8);
+  // A checkpoint that does not fit the job is refused before any node is
+  // claimed, naming the file.
+  auto error_of = [&](const actors::job_spec& j) {
+    try {
+      run_in_process(j, 4, train);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto ck = serialization::load_checkpoint(path);
+  ck.step = 9; // a valid checksum, a step this 8-step job cannot have reached
+  auto beyond = std::string{ASTEROID_TEST_TMP} + "/job-resume-beyond.ckpt";
+  serialization::save_checkpoint(beyond, ck);
+  auto bad = rest;
+  bad.fault_tolerance.checkpoint_path.clear();
+  bad.resume_from = beyond;
+  CHECK_THAT(error_of(bad), Catch::Contains("job-resume-beyond.ckpt")
+                              && Catch::Contains("holds step 9, outside this "
+                                                 "job's steps 0 to 8"));
+  ck.step = 5;
+  ck.model_name = "cnn";
+  serialization::save_checkpoint(beyond, ck);
+  CHECK_THAT(error_of(bad), Catch::Contains("holds model 'cnn', but the job "
+                                            "trains 'mlp'"));
+  std::filesystem::remove(beyond);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("in-process HPP: GPipe, 3 stages, credit window 1") {
   auto train = synthetic(12 * 20);
   auto job = base_job("mlp", make_plan(12, 3, {{0, 1, {0}, {4}},
@@ -730,4 +814,100 @@ TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
   }
   // Either way the nodes are gone: nothing listens on their ports.
   CHECK(all_closed({27375, 27376}));
+}
+
+TEST_CASE("asteroid job --resume: a job whose program is killed with SIGKILL "
+          "goes on from its checkpoint to the uninterrupted run's weights") {
+  auto opts = cluster_options(2, 27580);
+  opts.slowdowns = {3.0}; // steps slow enough to be killed in the middle
+  actors::local_cluster cluster{opts};
+  const std::string dir = std::string(ASTEROID_TEST_TMP) + "/actors-resume-27580";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto job_file = [&](const std::string& name) {
+    json job{{"model", "mlp"},           {"dataset", "synthetic-images"},
+             {"synthetic_count", 512},   {"batch_size", 32},
+             {"micro_batches", 2},       {"lr", 0.05},
+             {"epochs", 100},            {"max_steps", 120},
+             {"nodes", cluster.endpoints()},
+             {"plan", {{"planner", "hand"}, {"batch_size", 32}, {"micro_batches", 2},
+                       {"stages", {{{"first_layer", 0}, {"end_layer", 2},
+                                    {"devices", {0}}, {"shares", {16}}},
+                                   {{"first_layer", 2}, {"end_layer", 3},
+                                    {"devices", {1}}, {"shares", {16}}}}}}},
+             {"fault_tolerance", {{"checkpoint", dir + "/" + name + ".ckpt"},
+                                  {"checkpoint_every", 10}}},
+             {"metrics", dir + "/" + name + ".jsonl"},
+             {"evaluate", false},        {"progress", 0}};
+    auto path = dir + "/" + name + ".json";
+    std::ofstream(path) << job.dump();
+    return path;
+  };
+  auto start = [&](const std::string& config, const std::string& resume,
+                   const std::string& log) {
+    auto pid = ::fork();
+    if (pid == 0) {
+      ::freopen(log.c_str(), "w", stdout);
+      ::freopen(log.c_str(), "a", stderr);
+      if (resume.empty())
+        ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "job", "--config",
+                config.c_str(), nullptr);
+      else
+        ::execl(ASTEROID_CLI_PATH, ASTEROID_CLI_PATH, "job", "--config",
+                config.c_str(), "--resume", resume.c_str(), nullptr);
+      std::_Exit(127);
+    }
+    return pid;
+  };
+  int status = 0;
+  auto whole = start(job_file("whole"), "", dir + "/whole.log");
+  REQUIRE(whole > 0);
+  REQUIRE(exits_within(whole, 120, status));
+  INFO(slurp(dir + "/whole.log"));
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+
+  auto config = job_file("killed");
+  auto ckpt = dir + "/killed.ckpt";
+  auto killed = start(config, "", dir + "/killed.log");
+  REQUIRE(killed > 0);
+  int64_t at = -1;
+  for (int i = 0; i < 6000 && at < 20; ++i) { // 60 s at most
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    try {
+      at = serialization::load_checkpoint(ckpt).step;
+    } catch (const std::exception&) {
+    }
+  }
+  ::kill(killed, SIGKILL);
+  ::waitpid(killed, &status, 0);
+  auto ck_at_kill = serialization::load_checkpoint(ckpt).step;
+  INFO("checkpoint at the kill: step " << ck_at_kill);
+  REQUIRE(ck_at_kill >= 20);
+  REQUIRE(ck_at_kill < 120); // killed in the middle, not after the end
+
+  auto resumed = start(config, ckpt, dir + "/resumed.log");
+  REQUIRE(resumed > 0);
+  CHECK(exits_within(resumed, 120, status));
+  INFO(slurp(dir + "/resumed.log"));
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // It went on from the checkpoint, not from the start.
+  auto starts = records_of(dir + "/killed.jsonl", "start");
+  REQUIRE_FALSE(starts.empty());
+  CHECK(starts.back()["first_step"] == ck_at_kill);
+  auto a = serialization::load_checkpoint(dir + "/whole.ckpt");
+  auto b = serialization::load_checkpoint(ckpt);
+  CHECK(a.step == 120);
+  CHECK(b.step == 120);
+  REQUIRE(a.model_state.size() == b.model_state.size());
+  double diff = 0;
+  for (size_t i = 0; i < a.model_state.size(); ++i) {
+    REQUIRE(a.model_state[i].first == b.model_state[i].first);
+    diff = std::max(diff, (a.model_state[i].second - b.model_state[i].second)
+                            .abs()
+                            .max()
+                            .item<double>());
+  }
+  INFO("max |w_resumed - w_whole| " << diff);
+  CHECK(diff < 1e-6); // same plan, same devices: the same sums in the same order
+  std::filesystem::remove_all(dir);
 }

@@ -96,6 +96,11 @@ struct job_spec {
   /// program connects with; empty: plain TCP, which nodes with credentials
   /// refuse (credentials.hpp).
   std::string credentials;
+  /// A checkpoint this job wrote (`fault_tolerance.checkpoint`): the job
+  /// goes on from the step it holds, with its weights and optimizer state,
+  /// instead of from the model's first weights (`asteroid job --resume`).
+  /// Same job file, same plan: the same weights as a run never interrupted.
+  std::string resume_from;
   std::optional<planner::plan> plan;
   std::string planner;           ///< used when `plan` is empty ("asteroid")
   /// Layer profile for the planner (`asteroid profile -o`); empty: profile
