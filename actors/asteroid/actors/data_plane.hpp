@@ -75,8 +75,11 @@ public:
     std::chrono::milliseconds idle_timeout{120000};
     /// Incoming connections held at once (a node's peers need one each).
     size_t max_incoming = 64;
-    /// Threads that run every connection's I/O (and TLS) together.
-    int io_threads = 2;
+    /// Threads that run every connection's I/O (and TLS) together. One
+    /// read higher than two between two node processes on a 2-core host
+    /// (1 MiB streams: 16-25 against 15-20 Gbit/s plain, 7.1-9.2 against
+    /// 6.6-8.0 with TLS, within that host's spread; docs/benchmarks.md).
+    int io_threads = 1;
   };
 
   struct counters {
