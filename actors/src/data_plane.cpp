@@ -165,10 +165,19 @@ public:
     });
   }
 
+  /// From any thread: start() on this connection's strand.
+  void start_soon() {
+    asio::post(watchdog_.get_executor(), [self = shared_from_this()] { self->start(); });
+  }
+
   /// From any thread.
   void close_soon() {
+    closing_ = true;
     asio::post(watchdog_.get_executor(), [self = shared_from_this()] { self->close(); });
   }
+
+  /// Closed, or about to be: no longer a candidate to make room.
+  bool closing() const { return closing_; }
 
   void on_bytes(const link_stream&) override { last_bytes_ = steady::now(); }
 
@@ -255,6 +264,7 @@ private:
     if (closed_)
       return;
     closed_ = true;
+    closing_ = true;
     watchdog_.cancel();
     link_->close();
   }
@@ -264,6 +274,7 @@ private:
   std::shared_ptr<link_stream> link_;
   std::string peer_;
   std::atomic<bool> proven_{false};
+  std::atomic<bool> closing_{false};
   bool closed_ = false;
   steady::time_point last_bytes_;
   std::deque<out_frame> replies_;
@@ -414,6 +425,11 @@ private:
                                          tcp::resolver::results_type found) {
                               if (ec)
                                 return self->connect_failed(link, ec);
+                              // A resolve under way cannot be cancelled: it
+                              // may finish after the connect timer fired.
+                              if (link != self->link_ || self->timed_out_)
+                                return self->connect_failed(
+                                  link, asio::error::operation_aborted);
                               asio::async_connect(link->socket(), found,
                                                   [self, link](const asio::error_code& ec,
                                                                const tcp::endpoint&) {
@@ -637,7 +653,7 @@ bool data_plane_core::evict_one() {
   {
     std::lock_guard<std::mutex> guard{mu};
     for (auto& w : incoming)
-      if (auto in = w.lock(); in && !in->proven()) {
+      if (auto in = w.lock(); in && !in->proven() && !in->closing()) {
         victim = std::move(in);
         break;
       }
@@ -668,9 +684,11 @@ void data_plane_core::admit(tcp::socket socket) {
   auto in = std::make_shared<inbound>(*this, std::move(socket));
   {
     std::lock_guard<std::mutex> guard{mu};
+    if (stopping)
+      return; // stop() has taken the list already; the socket closes with `in`
     incoming.push_back(in);
   }
-  in->start();
+  in->start_soon();
 }
 
 void data_plane_core::deliver(const frame_header& h, std::string key,
@@ -713,7 +731,16 @@ std::shared_ptr<data_plane> data_plane::start(options opts) {
   core->running = n;
   for (int i = 0; i < n; ++i)
     core->threads.emplace_back([core] {
-      core->io.run();
+      // A handler that throws (out of memory for a payload) ends that
+      // connection's work, not the node.
+      for (;;) {
+        try {
+          core->io.run();
+          break;
+        } catch (const std::exception& e) {
+          spdlog::error("data plane: {}", e.what());
+        }
+      }
       std::lock_guard<std::mutex> lock{core->threads_mu};
       --core->running;
       core->threads_done.notify_all();

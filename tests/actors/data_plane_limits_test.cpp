@@ -263,3 +263,15 @@ TEST_CASE("data plane: a destination that restarts on its port gets the next "
   CHECK(p.next_step() == 2);
   CHECK(p.a->stats().dropped_out == 0);
 }
+
+TEST_CASE("data plane: a large frame on a slow link is not taken for a silent "
+          "connection") {
+  actors::data_plane::options o;
+  o.idle_timeout = 1s;
+  o.rate_Bps = 2e6; // 6 MiB take about 3 s, three idle timeouts
+  two_planes p{o};
+  REQUIRE(p.send_to_b(1, std::string(6 << 20, 's')));
+  CHECK(p.next_step(20s) == 1);
+  CHECK(p.b->stats().silent_connections == 0);
+  CHECK(p.a->stats().resent_frames == 0);
+}

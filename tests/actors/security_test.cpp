@@ -219,6 +219,45 @@ TEST_CASE("data plane with credentials: members exchange frames, others are "
   b->stop();
 }
 
+TEST_CASE("data plane with credentials: members' connections closed for "
+          "another job's frames give their places back") {
+  two_clusters k;
+  local_sink local;
+  auto me = local.me;
+  actors::data_plane::options o;
+  o.tls = k.of("b");
+  o.max_incoming = 4;
+  auto b = actors::data_plane::start(o);
+  b->serve_job(7);
+  b->add_sink(me);
+  auto b_at = "127.0.0.1:" + std::to_string(b->port());
+  actors::data_plane::options member;
+  member.tls = k.of("a");
+  // Six members still sending a finished job's frames, one connection each:
+  // each passes the handshake and is closed at its first header.
+  std::vector<std::shared_ptr<actors::data_plane>> stale;
+  for (int i = 0; i < 6; ++i) {
+    stale.push_back(actors::data_plane::start(member));
+    auto m = activation(1, "old");
+    m.job = 8;
+    REQUIRE(stale.back()->send(b_at, me.id(), m));
+  }
+  for (int i = 0; i < 200 && b->stats().bad_connections < 6; ++i)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(b->stats().bad_connections == 6);
+  // The current job's member gets in: the closed connections hold no place.
+  auto fresh = actors::data_plane::start(member);
+  auto m = activation(2, "new");
+  m.job = 7;
+  REQUIRE(fresh->send(b_at, me.id(), m));
+  auto got = next_tensor(*local.self);
+  CHECK((got.step == 2 && got.payload == "new"));
+  for (auto& p : stale)
+    p->stop();
+  fresh->stop();
+  b->stop();
+}
+
 TEST_CASE("data plane with credentials: a probe echo comes back on the "
           "prober's own connection") {
   two_clusters k;

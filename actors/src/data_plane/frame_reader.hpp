@@ -35,8 +35,8 @@ public:
 
 class frame_reader : public std::enable_shared_from_this<frame_reader> {
 public:
-  /// The first piece of a payload, and the most a payload grows by at once
-  /// beyond what already arrived.
+  /// The first piece of a payload, the most a payload grows by at once
+  /// beyond what already arrived, and the most one read takes.
   static constexpr size_t first_piece = size_t{1} << 20;
 
   /// Reads until the link closes or the receiver refuses a header. Keeps
@@ -73,8 +73,10 @@ private:
     } catch (const serialization::wire_error& e) {
       return to->on_end(*link_, e.what(), true);
     }
-    if (!to->on_header(*link_, header_))
-      return link_->close();
+    if (!to->on_header(*link_, header_)) {
+      link_->close();
+      return to->on_end(*link_, "frame refused", false);
+    }
     key_.assign(header_.key_size, '\0');
     payload_.clear();
     have_ = 0;
@@ -90,15 +92,17 @@ private:
   void read_payload() {
     if (have_ == header_.payload_size)
       return complete();
-    auto target = static_cast<size_t>(
-      std::min<uint64_t>(header_.payload_size, std::max(have_ * 2, first_piece)));
-    grow(payload_, target);
-    asio::async_read(*link_, asio::buffer(payload_.data() + have_, target - have_),
-                     [self = shared_from_this(), target](const asio::error_code& ec,
-                                                         size_t) {
+    if (have_ == payload_.size())
+      grow(payload_, static_cast<size_t>(std::min<uint64_t>(
+                       header_.payload_size, std::max(have_ * 2, first_piece))));
+    // At most one piece per read, however large the buffer grew: the owner
+    // hears of progress at least every `first_piece` bytes (its watchdog).
+    auto n = std::min(payload_.size() - have_, first_piece);
+    asio::async_read(*link_, asio::buffer(payload_.data() + have_, n),
+                     [self = shared_from_this(), n](const asio::error_code& ec, size_t) {
                        if (!self->keep_reading(ec))
                          return;
-                       self->have_ = target;
+                       self->have_ += n;
                        self->read_payload();
                      });
   }
