@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -191,4 +192,42 @@ TEST_CASE("asteroid splits a model that fits no single device", "[planner]") {
   REQUIRE(plan.num_stages() == 2);
   check_returned_plan(plan, p, c, 8);
   CHECK_THROWS_AS(make_planner("dp-even")->make_plan(p, c, 8), planner_error);
+}
+
+TEST_CASE("asteroid refuses up front a cluster too large to plan in reasonable "
+          "time, naming the estimate", "[planner]") {
+  model_profile profile;
+  profile.model = "four-layers";
+  profile.device = "ref";
+  profile.input_bytes_per_sample = 3136;
+  for (int l = 0; l < 4; ++l)
+    profile.layers.push_back(test::linear_layer("l" + std::to_string(l), 1e-4, 2e-4,
+                                                 4096, 1 << 20));
+  auto cluster_of = [](int n) {
+    std::vector<device_spec> devices;
+    for (int d = 0; d < n; ++d)
+      devices.push_back(test::device("d" + std::to_string(d), 1.0 + 0.01 * d,
+                                     int64_t{4} << 30));
+    return cluster::uniform("c" + std::to_string(n), devices, 12.5e6);
+  };
+  // 200 devices: minutes of search before this check (more than 100 s on a
+  // 2-core host); refused at once.
+  asteroid_planner asteroid;
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(asteroid.make_plan(profile, cluster_of(200), 32),
+                    Catch::Contains("on the 200 devices of cluster c200 would take "
+                                    "about") &&
+                      Catch::Contains("at most 120 s is allowed"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(estimated_search_seconds(200, 4, 6) > 120);
+  CHECK(estimated_search_seconds(100, 4, 6) < 60);
+  // A small cluster plans as before; the limit can be lifted.
+  CHECK_NOTHROW(asteroid.make_plan(profile, cluster_of(4), 32));
+  asteroid_options unlimited;
+  unlimited.max_search_seconds = 0;
+  unlimited.max_micro_batches = 1;
+  unlimited.orderings = {"speed"};
+  unlimited.local_search_passes = 0;
+  CHECK(estimated_search_seconds(30, 4, 1) < 1);
+  CHECK_NOTHROW(asteroid_planner{unlimited}.make_plan(profile, cluster_of(30), 32));
 }

@@ -26,7 +26,19 @@ struct asteroid_options {
   int max_stages = 0;
   /// Largest micro-batch count tried (0 = every divisor of the batch size).
   int max_micro_batches = 0;
+  /// A search that `estimated_search_seconds` puts over this many seconds
+  /// is refused before it starts, saying so (0: no limit).
+  double max_search_seconds = 120;
 };
+
+/// A rough time for `asteroid_planner` to plan `layers` layers on
+/// `devices` devices trying `micro_batch_counts` micro-batch counts, on a
+/// 2-core x86 host. Its search grows as devices^3.5 x layers^2 x micro-batch
+/// counts: fitted to runs of a 4-layer and a 20-layer model on 20 to 100
+/// devices of distinct speeds (docs/planner.md), within 20 % there. An
+/// estimate to refuse hopeless sizes up front, not a promise: a slower host
+/// takes longer, and devices that are alike shorten the search.
+double estimated_search_seconds(int devices, int layers, int micro_batch_counts);
 
 /// Algorithm 2: DP over (first layer, first device in the ordering, stages)
 /// of the best suffix plan, per micro-batch count and device ordering.
