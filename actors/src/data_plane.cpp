@@ -318,6 +318,17 @@ public:
     return true;
   }
 
+  /// From any thread: closes the connection unless a frame is under way
+  /// (the next frame connects again).
+  void close_idle_soon() {
+    asio::post(strand_, [self = shared_from_this()] {
+      if (self->current_ || !self->link_)
+        return;
+      self->connected_ = false;
+      self->link_->close();
+    });
+  }
+
   /// From any thread: drops what is queued, wakes blocked senders, closes.
   void stop() {
     {
@@ -800,7 +811,28 @@ void data_plane::stop() {
 
 uint16_t data_plane::port() const { return core_->port; }
 
-void data_plane::serve_job(int64_t job) { core_->job = job; }
+void data_plane::serve_job(int64_t job) {
+  auto& c = *core_;
+  if (c.job.exchange(job) == job)
+    return;
+  // A new job (or none): the last job's connections are of no more use, so
+  // they go now rather than at their idle timeouts; the new job's peers
+  // connect afresh.
+  std::vector<std::shared_ptr<detail::outbound>> out;
+  std::vector<std::shared_ptr<detail::inbound>> in;
+  {
+    std::lock_guard<std::mutex> guard{c.mu};
+    for (auto& [_, o] : c.outgoing)
+      out.push_back(o);
+    for (auto& w : c.incoming)
+      if (auto i = w.lock())
+        in.push_back(std::move(i));
+  }
+  for (auto& o : out)
+    o->close_idle_soon();
+  for (auto& i : in)
+    i->close_soon();
+}
 
 int64_t data_plane::job() const { return core_->job; }
 

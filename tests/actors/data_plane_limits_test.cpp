@@ -275,3 +275,35 @@ TEST_CASE("data plane: a large frame on a slow link is not taken for a silent "
   CHECK(p.b->stats().silent_connections == 0);
   CHECK(p.a->stats().resent_frames == 0);
 }
+
+TEST_CASE("data plane: a new job, or none, closes the last job's connections") {
+  two_planes p;
+  p.b->serve_job(5);
+  // A raw peer and a member plane, each with a frame of job 5 delivered.
+  int raw = test::connect_loopback(p.b->port());
+  REQUIRE(raw >= 0);
+  auto frame = header_bytes(5, p.me.id(), 2) + "ok";
+  REQUIRE(::send(raw, frame.data(), frame.size(), MSG_NOSIGNAL)
+          == static_cast<ssize_t>(frame.size()));
+  CHECK(p.next_step() == 0);
+  tensor_message m;
+  m.kind = tensor_kind::activation;
+  m.job = 5;
+  m.step = 1;
+  REQUIRE(p.a->send(p.b_at(), p.me.id(), m));
+  CHECK(p.next_step() == 1);
+
+  p.b->serve_job(6);
+  timeval tv{5, 0};
+  ::setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  CHECK(::recv(raw, &c, 1, 0) == 0); // closed, not timed out
+  ::close(raw);
+  // The member connects afresh for the new job's frames.
+  std::this_thread::sleep_for(200ms);
+  m.job = 6;
+  m.step = 2;
+  REQUIRE(p.a->send(p.b_at(), p.me.id(), m));
+  CHECK(p.next_step() == 2);
+  CHECK(p.a->stats().dropped_out == 0);
+}

@@ -106,7 +106,9 @@ public:
 
   uint16_t port() const;
   /// Frames are accepted only when they name job `job` (0: none, between
-  /// jobs). Set by the node's device when a job claims or frees it.
+  /// jobs). Set by the node's device when a job claims or frees it; a
+  /// change closes the connections of the job before (the next frame
+  /// connects again).
   void serve_job(int64_t job);
   int64_t job() const;
   /// Frames whose destination is `a.id()` are delivered to `a` until it
