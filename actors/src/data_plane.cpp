@@ -122,6 +122,10 @@ struct data_plane_core {
   bool evict_one();
   void deliver(const frame_header& h, std::string key, std::string payload);
   std::shared_ptr<outbound> connection_to(const std::string& endpoint);
+  /// Every outgoing and live incoming connection; with `forget`, the plane
+  /// lets go of them and of its sinks (stopping).
+  std::pair<std::vector<std::shared_ptr<outbound>>, std::vector<std::shared_ptr<inbound>>>
+  connections(bool forget);
 };
 
 /// A connection a peer opened: frames in, delivered to sinks; probe echoes
@@ -722,6 +726,24 @@ void data_plane_core::deliver(const frame_header& h, std::string key,
                  serialization::message_of(h, std::move(key), std::move(payload)));
 }
 
+std::pair<std::vector<std::shared_ptr<outbound>>, std::vector<std::shared_ptr<inbound>>>
+data_plane_core::connections(bool forget) {
+  std::vector<std::shared_ptr<outbound>> out;
+  std::vector<std::shared_ptr<inbound>> in;
+  std::lock_guard<std::mutex> guard{mu};
+  for (auto& [_, o] : outgoing)
+    out.push_back(o);
+  for (auto& w : incoming)
+    if (auto i = w.lock())
+      in.push_back(std::move(i));
+  if (forget) {
+    outgoing.clear();
+    incoming.clear();
+    sinks.clear();
+  }
+  return {std::move(out), std::move(in)};
+}
+
 std::shared_ptr<outbound> data_plane_core::connection_to(const std::string& endpoint) {
   std::lock_guard<std::mutex> guard{mu};
   if (stopping)
@@ -774,19 +796,7 @@ void data_plane::stop() {
   auto& c = *core_;
   if (c.stopping.exchange(true))
     return;
-  std::vector<std::shared_ptr<detail::outbound>> out;
-  std::vector<std::shared_ptr<detail::inbound>> in;
-  {
-    std::lock_guard<std::mutex> guard{c.mu};
-    for (auto& [_, o] : c.outgoing)
-      out.push_back(o);
-    for (auto& w : c.incoming)
-      if (auto i = w.lock())
-        in.push_back(std::move(i));
-    c.outgoing.clear();
-    c.incoming.clear();
-    c.sinks.clear();
-  }
+  auto [out, in] = c.connections(true);
   for (auto& o : out)
     o->stop();
   for (auto& i : in)
@@ -818,16 +828,7 @@ void data_plane::serve_job(int64_t job) {
   // A new job (or none): the last job's connections are of no more use, so
   // they go now rather than at their idle timeouts; the new job's peers
   // connect afresh.
-  std::vector<std::shared_ptr<detail::outbound>> out;
-  std::vector<std::shared_ptr<detail::inbound>> in;
-  {
-    std::lock_guard<std::mutex> guard{c.mu};
-    for (auto& [_, o] : c.outgoing)
-      out.push_back(o);
-    for (auto& w : c.incoming)
-      if (auto i = w.lock())
-        in.push_back(std::move(i));
-  }
+  auto [out, in] = c.connections(false);
   for (auto& o : out)
     o->close_idle_soon();
   for (auto& i : in)
