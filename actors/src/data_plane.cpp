@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -57,21 +58,29 @@ struct pacer {
   }
 };
 
-/// One frame on its way out: kept until it is written (or dropped).
+/// One frame on its way out: kept until it is acknowledged (or dropped).
 struct out_frame {
+  frame_header h;
   std::array<char, serialization::frame_header_size> header;
   std::string key;
   std::string payload;
-  bool resent = false;
+  /// Connections it was (begun to be) written on: more than one, a resend.
+  int tries = 0;
   std::array<asio::const_buffer, 3> buffers() const {
     return {asio::buffer(header), asio::buffer(key), asio::buffer(payload)};
   }
   size_t size() const { return header.size() + key.size() + payload.size(); }
+  /// Gives it its place in a link's stream.
+  void number(uint64_t link, uint64_t sequence) {
+    h.link = link;
+    h.sequence = sequence;
+    header = serialization::encode_frame_header(h);
+  }
 };
 
 out_frame frame_of(serialization::tensor_message m, caf::actor_id destination) {
   auto h = serialization::frame_header_of(m, destination);
-  return {serialization::encode_frame_header(h), std::move(m.key),
+  return {h, serialization::encode_frame_header(h), std::move(m.key),
           std::move(m.payload)};
 }
 
@@ -102,11 +111,33 @@ struct data_plane_core {
   std::condition_variable threads_done;
   int running = 0;
 
-  mutable std::mutex mu; ///< guards sinks, outgoing, incoming, stats
+  /// What a receiver remembers of one sender's link: the highest sequence
+  /// number delivered, so a frame written again after a broken connection
+  /// is delivered once.
+  struct link_record {
+    uint64_t delivered = 0;
+    uint64_t last_used = 0;
+  };
+  /// Links remembered at once; beyond, the least recently used is
+  /// forgotten (a node's peers need one each; only a peer that passed the
+  /// handshake and the job check makes one).
+  static constexpr size_t max_links = 1024;
+
+  /// What became of a frame that arrived.
+  struct receipt {
+    bool fresh = true;         ///< false: its link delivered it before
+    uint64_t acknowledged = 0; ///< its link's highest delivered sequence number
+  };
+
+  mutable std::mutex mu; ///< guards sinks, outgoing, incoming, links, stats
   std::map<caf::actor_id, caf::actor> sinks;
   std::map<std::string, std::shared_ptr<outbound>> outgoing;
   std::list<std::weak_ptr<inbound>> incoming;
+  std::map<uint64_t, link_record> links;
+  uint64_t link_clock = 0;
   data_plane::counters stats;
+  std::mutex rng_mu; ///< its own: outbound links are made under `mu`
+  std::mt19937_64 rng{std::random_device{}()};
 
   template <class F>
   void count(F f) {
@@ -120,7 +151,11 @@ struct data_plane_core {
   /// Closes the oldest incoming connection that has not shown itself a
   /// peer yet; false when there is none.
   bool evict_one();
-  void deliver(const frame_header& h, std::string key, std::string payload);
+  /// Delivers a tensor frame to its sink unless its link delivered it
+  /// before; an echo is left to the caller to answer (when fresh).
+  receipt receive(const frame_header& h, std::string key, std::string payload);
+  /// A random, nonzero id for a new outgoing link.
+  uint64_t new_link_id();
   std::shared_ptr<outbound> connection_to(const std::string& endpoint);
   /// Every outgoing and live incoming connection; with `forget`, the plane
   /// lets go of them and of its sinks (stopping).
@@ -186,6 +221,13 @@ public:
   void on_bytes(const link_stream&) override { last_bytes_ = steady::now(); }
 
   bool on_header(const link_stream&, const frame_header& h) override {
+    if (h.type != serialization::frame_type::tensor) {
+      spdlog::warn("data plane: closing a connection from {} that sent an "
+                   "acknowledgement (only senders receive those)",
+                   peer_);
+      plane_.count([](auto& c) { ++c.bad_connections; });
+      return false;
+    }
     if (const int64_t serving = plane_.job; h.job != serving) {
       // Not this node's job: nothing of it is read, let alone delivered.
       spdlog::warn("data plane: closing a connection from {} that sent {} of "
@@ -201,21 +243,29 @@ public:
 
   void on_frame(const link_stream&, frame_header h, std::string key,
                 std::string payload) override {
-    if (h.kind != tensor_kind::echo)
-      return plane_.deliver(h, std::move(key), std::move(payload));
-    // A link probe: the reply goes back on this connection, so a peer can
-    // never make this node connect anywhere.
-    serialization::tensor_message reply;
-    reply.kind = tensor_kind::echo_reply;
-    reply.job = h.job;
-    reply.step = static_cast<int64_t>(payload.size());
-    if (replies_.size() >= max_replies) {
-      plane_.count([](auto& c) { ++c.dropped_out; });
-      return;
+    auto echo_size = static_cast<int64_t>(payload.size());
+    auto r = plane_.receive(h, std::move(key), std::move(payload));
+    if (h.link != 0 && h.sequence != 0) {
+      // Acknowledged once delivered (or known delivered): the sender may
+      // forget it. Acknowledgements are cumulative, so one write can answer
+      // every frame that arrived while the last was under way.
+      ack_link_ = h.link;
+      ack_upto_ = r.acknowledged;
+      ack_due_ = true;
     }
-    replies_.push_back(frame_of(std::move(reply), static_cast<caf::actor_id>(h.step)));
-    if (replies_.size() == 1)
-      write_reply();
+    if (r.fresh && h.kind == tensor_kind::echo) {
+      // A link probe: the reply goes back on this connection, so a peer can
+      // never make this node connect anywhere.
+      serialization::tensor_message reply;
+      reply.kind = tensor_kind::echo_reply;
+      reply.job = h.job;
+      reply.step = echo_size;
+      if (replies_.size() < max_replies)
+        replies_.push_back(frame_of(std::move(reply), static_cast<caf::actor_id>(h.step)));
+      else
+        plane_.count([](auto& c) { ++c.dropped_out; });
+    }
+    write_next();
   }
 
   void on_end(const link_stream&, const std::string& why, bool bad) override {
@@ -233,15 +283,36 @@ private:
   /// for each answer before it sends the next).
   static constexpr size_t max_replies = 4;
 
-  void write_reply() {
-    asio::async_write(*link_, replies_.front().buffers(),
+  /// Writes what goes back to the sender, one write at a time: probe
+  /// answers, then the latest acknowledgement.
+  void write_next() {
+    if (writing_ || closed_)
+      return;
+    if (!replies_.empty()) {
+      writing_ = true;
+      asio::async_write(*link_, replies_.front().buffers(),
+                        [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                          self->writing_ = false;
+                          if (ec)
+                            return self->close();
+                          self->plane_.count([](auto& c) { ++c.frames_out; });
+                          self->replies_.pop_front();
+                          self->write_next();
+                        });
+      return;
+    }
+    if (!ack_due_)
+      return;
+    ack_due_ = false;
+    ack_bytes_ = serialization::encode_frame_header(
+      serialization::acknowledgement_header(ack_link_, ack_upto_));
+    writing_ = true;
+    asio::async_write(*link_, asio::buffer(ack_bytes_),
                       [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                        self->writing_ = false;
                         if (ec)
                           return self->close();
-                        self->plane_.count([](auto& c) { ++c.frames_out; });
-                        self->replies_.pop_front();
-                        if (!self->replies_.empty())
-                          self->write_reply();
+                        self->write_next();
                       });
   }
 
@@ -282,14 +353,25 @@ private:
   bool closed_ = false;
   steady::time_point last_bytes_;
   std::deque<out_frame> replies_;
+  bool writing_ = false;
+  bool ack_due_ = false;
+  uint64_t ack_link_ = 0, ack_upto_ = 0;
+  std::array<char, serialization::frame_header_size> ack_bytes_{};
 };
 
-/// The connection to one destination's data plane: a bounded queue that
-/// senders fill from their own threads, written in order on the strand.
-/// The connection is made for the first frame, made again after it broke
-/// (a frame whose write failed is written once more on the new one), and
-/// closed by this side after `idle_timeout / 2` without frames, before the
-/// peer's own idle timeout could close it under a write.
+/// The link to one destination's data plane: a bounded queue that senders
+/// fill from their own threads, written in order on the strand. Every frame
+/// gets the next sequence number of this link and is kept until the
+/// receiver acknowledges it. The connection is made for the first frame;
+/// when it breaks, a new one is made (backing off, for up to
+/// `heal_timeout`) and every unacknowledged frame is written again, in
+/// order; the receiver drops those it had delivered. So a connection that
+/// breaks costs a stall, not a frame. A peer that refuses the connection
+/// (nothing listens: its process is gone), or that stays out of reach past
+/// `heal_timeout`, loses what was pending for it: that is the loss of a
+/// device, which the supervisor's heartbeats handle. This side closes the
+/// connection after `idle_timeout / 2` without frames, before the peer's
+/// own idle timeout could close it under a write.
 class outbound : public frame_receiver, public std::enable_shared_from_this<outbound> {
 public:
   outbound(data_plane_core& plane, std::string endpoint)
@@ -299,22 +381,24 @@ public:
       resolver_(strand_),
       connect_timer_(strand_),
       pace_timer_(strand_),
-      idle_timer_(strand_) {
+      idle_timer_(strand_),
+      retry_timer_(strand_),
+      link_id_(plane.new_link_id()) {
     pace_.rate_Bps = plane.opts.rate_Bps;
   }
 
-  /// From a sender's thread: waits up to `queue_wait` for room.
+  /// From a sender's thread: waits up to `queue_wait` for room (frames
+  /// queued and frames not yet acknowledged count alike).
   bool enqueue(out_frame f) {
     std::unique_lock<std::mutex> lock{mu_};
-    has_space_.wait_for(lock, plane_.opts.queue_wait, [&] {
-      return stopped_ || queue_.size() < plane_.opts.queue_frames;
-    });
-    if (stopped_ || queue_.size() >= plane_.opts.queue_frames) {
+    auto room = [&] { return queue_.size() + unacked_count_ < plane_.opts.queue_frames; };
+    has_space_.wait_for(lock, plane_.opts.queue_wait, [&] { return stopped_ || room(); });
+    if (stopped_ || !room()) {
       lock.unlock();
       plane_.count([](auto& c) { ++c.dropped_out; });
       return false;
     }
-    queue_.push_back(std::move(f));
+    queue_.push_back(std::make_shared<out_frame>(std::move(f)));
     if (!pumping_) {
       pumping_ = true;
       asio::post(strand_, [self = shared_from_this()] { self->pump(); });
@@ -322,18 +406,44 @@ public:
     return true;
   }
 
-  /// From any thread: closes the connection unless a frame is under way
-  /// (the next frame connects again).
-  void close_idle_soon() {
-    asio::post(strand_, [self = shared_from_this()] {
-      if (self->current_ || !self->link_)
+  /// From any thread, when the node's job changed to `job`: frames of
+  /// another job are dropped, and the connection is closed unless a frame
+  /// is under way (the next frame connects again).
+  void forget_other_jobs_soon(int64_t job) {
+    asio::post(strand_, [self = shared_from_this(), job] {
+      auto other = [job](const std::shared_ptr<out_frame>& f) { return f->h.job != job; };
+      auto& unacked = self->unacked_;
+      size_t dropped = unacked.size();
+      unacked.erase(std::remove_if(unacked.begin(), unacked.end(), other), unacked.end());
+      dropped -= unacked.size();
+      {
+        std::lock_guard<std::mutex> lock{self->mu_};
+        dropped += static_cast<size_t>(
+          std::count_if(self->queue_.begin(), self->queue_.end(), other));
+        self->queue_.erase(std::remove_if(self->queue_.begin(), self->queue_.end(), other),
+                           self->queue_.end());
+        self->unacked_count_ = unacked.size();
+      }
+      self->has_space_.notify_all();
+      if (dropped)
+        self->plane_.count([&](auto& c) { c.dropped_out += static_cast<int64_t>(dropped); });
+      if (self->writing_ || !self->unacked_.empty() || !self->link_)
         return;
       self->connected_ = false;
       self->link_->close();
     });
   }
 
-  /// From any thread: drops what is queued, wakes blocked senders, closes.
+  /// From any thread: breaks the connection as a network fault would; the
+  /// link heals by itself.
+  void reset_soon() {
+    asio::post(strand_, [self = shared_from_this()] {
+      if (self->link_ && self->connected_)
+        self->broke(self->link_, "reset (injected fault)");
+    });
+  }
+
+  /// From any thread: drops what is pending, wakes blocked senders, closes.
   void stop() {
     {
       std::lock_guard<std::mutex> lock{mu_};
@@ -342,19 +452,23 @@ public:
     }
     has_space_.notify_all();
     asio::post(strand_, [self = shared_from_this()] {
+      self->unacked_.clear();
       self->resolver_.cancel();
       self->connect_timer_.cancel();
       self->pace_timer_.cancel();
       self->idle_timer_.cancel();
+      self->retry_timer_.cancel();
       if (self->link_)
         self->link_->close();
     });
   }
 
-  // Frames the peer writes back: only answers to our probe echoes.
+  // Frames the peer writes back: acknowledgements of our frames, and
+  // answers to our probe echoes.
   void on_bytes(const link_stream&) override {}
   bool on_header(const link_stream& from, const frame_header& h) override {
-    if (h.kind == tensor_kind::echo_reply)
+    if (h.type == serialization::frame_type::acknowledgement
+        || h.kind == tensor_kind::echo_reply)
       return true;
     spdlog::warn("data plane: {} sent {} on our connection to it; closing it",
                  endpoint_, serialization::to_string(h.kind));
@@ -365,42 +479,104 @@ public:
   }
   void on_frame(const link_stream&, frame_header h, std::string key,
                 std::string payload) override {
-    plane_.deliver(h, std::move(key), std::move(payload));
+    if (h.type == serialization::frame_type::acknowledgement)
+      return acknowledged(h);
+    plane_.receive(h, std::move(key), std::move(payload));
   }
   void on_end(const link_stream& from, const std::string& why, bool bad) override {
     if (&from != link_.get())
       return;
     if (bad)
       plane_.count([](auto& c) { ++c.bad_connections; });
-    // The peer closed it (or it broke): the next frame connects again. A
-    // write under way fails by itself and is written once more.
-    if (connected_ && !current_)
+    if (!writing_ && unacked_.empty()) {
+      // Closed while idle (the peer's idle timeout, a new job): the next
+      // frame connects again.
       spdlog::debug("data plane: connection to {} closed: {}", endpoint_, why);
-    connected_ = false;
-    link_->close();
+      connected_ = false;
+      link_->close();
+      return;
+    }
+    broke(link_, why);
   }
 
 private:
-  /// On the strand: the next frame, if no other is under way.
+  /// On the strand: the next frame to write, if none is under way.
   void pump() {
-    if (current_)
+    if (writing_ || connecting_ || retry_pending_)
       return;
-    {
-      std::lock_guard<std::mutex> lock{mu_};
-      if (stopped_ || queue_.empty()) {
+    auto next = connected_ ? first_unwritten() : nullptr;
+    if (!next) {
+      std::unique_lock<std::mutex> lock{mu_};
+      if (stopped_) {
         pumping_ = false;
-        if (!stopped_ && connected_)
+        return;
+      }
+      if (queue_.empty()) {
+        pumping_ = false;
+        lock.unlock();
+        if (!connected_ && !unacked_.empty())
+          return connect(); // frames to write again on a new connection
+        if (connected_ && unacked_.empty())
           arm_idle_close();
         return;
       }
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
+      if (connected_) {
+        next = std::move(queue_.front());
+        queue_.pop_front();
+        next->number(link_id_, ++last_sequence_);
+        unacked_.push_back(next);
+        ++unacked_count_;
+      }
     }
-    has_space_.notify_one();
-    if (connected_)
-      write();
+    if (!connected_)
+      return connect();
+    write(next);
+  }
+
+  /// The oldest unacknowledged frame not yet written on this connection.
+  std::shared_ptr<out_frame> first_unwritten() const {
+    for (auto& f : unacked_)
+      if (f->h.sequence >= next_to_write_)
+        return f;
+    return nullptr;
+  }
+
+  void acknowledged(const frame_header& ack) {
+    if (ack.link != link_id_)
+      return;
+    size_t done = 0;
+    while (!unacked_.empty() && unacked_.front()->h.sequence <= ack.sequence) {
+      unacked_.pop_front();
+      ++done;
+    }
+    if (done == 0)
+      return;
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      unacked_count_ = unacked_.size();
+    }
+    has_space_.notify_all();
+    if (unacked_.empty() && !writing_)
+      pump(); // nothing left to wait for: the idle timer may start
+  }
+
+  /// The connection under way ended before its frames were acknowledged:
+  /// connect again and write them again.
+  void broke(const std::shared_ptr<link_stream>& link, const std::string& why) {
+    if (link != link_ || !connected_)
+      return; // an old connection's news, or handled already
+    connected_ = false;
+    link->close();
+    pace_timer_.cancel(); // a paced write waiting for its slot fails now
+    next_to_write_ = 0;
+    if (stopping())
+      return;
+    if (unacked_.empty())
+      spdlog::debug("data plane: connection to {} broke: {} (nothing pending)", endpoint_, why);
     else
-      connect();
+      spdlog::warn("data plane: connection to {} broke: {} ({} frames to write again)",
+                   endpoint_, why, unacked_.size());
+    pump();
   }
 
   void connect() {
@@ -409,10 +585,11 @@ private:
     try {
       std::tie(host, port) = parse_endpoint(endpoint_);
     } catch (const std::exception& e) {
-      return unreachable(e.what());
+      return give_up(e.what());
     }
     if (link_)
       link_->close();
+    connecting_ = true;
     link_ = std::make_shared<link_stream>(tcp::socket(strand_), plane_.tls_context());
     auto link = link_;
     connect_timer_.expires_after(plane_.opts.connect_timeout);
@@ -471,100 +648,139 @@ private:
                       const asio::error_code& ec, const char* what = "") {
     if (link != link_)
       return;
+    connecting_ = false;
     connect_timer_.cancel();
     link->close();
     if (stopping())
       return;
-    unreachable(timed_out_ ? "no connection within "
-                               + std::to_string(plane_.opts.connect_timeout.count()) + " ms"
-                           : what + ec.message());
+    auto why = timed_out_ ? "no connection within "
+                              + std::to_string(plane_.opts.connect_timeout.count()) + " ms"
+                          : what + ec.message();
+    // Nothing listens there: the peer's process is gone, and with it what
+    // it would have done with these frames.
+    if (ec == asio::error::connection_refused)
+      return give_up(why);
+    auto now = steady::now();
+    if (!down_since_)
+      down_since_ = now;
+    if (now - *down_since_ >= plane_.opts.heal_timeout)
+      return give_up(why);
+    if (!reported_)
+      spdlog::warn("data plane: cannot reach {}: {} (trying again for up to {} ms)",
+                   endpoint_, why, plane_.opts.heal_timeout.count());
+    reported_ = true;
+    backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(50),
+                          std::chrono::milliseconds(1000));
+    retry_pending_ = true;
+    retry_timer_.expires_after(backoff_);
+    retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+      self->retry_pending_ = false;
+      if (!ec && !self->stopping())
+        self->pump();
+    });
   }
 
   void connected(const std::shared_ptr<link_stream>& link) {
     if (link != link_)
       return;
     connect_timer_.cancel();
+    connecting_ = false;
     connected_ = true;
+    if (down_since_ && !unacked_.empty())
+      spdlog::info("data plane: connection to {} made again; writing {} frames again",
+                   endpoint_, unacked_.size());
+    down_since_.reset();
+    backoff_ = {};
     reported_ = false;
+    next_to_write_ = 0;
     frame_reader::start(link, weak_from_this(), plane_.opts.limits);
-    write();
-  }
-
-  /// The frame under way cannot go: dropped, said once per streak.
-  void unreachable(const std::string& why) {
-    if (!reported_)
-      spdlog::warn("data plane: cannot reach {}: {} (frames to it are dropped "
-                   "until it answers)",
-                   endpoint_, why);
-    reported_ = true;
-    plane_.count([](auto& c) { ++c.dropped_out; });
-    current_.reset();
     pump();
   }
 
-  void write() {
+  /// The peer cannot be reached: what is pending for it is dropped, said
+  /// once per streak; the next frame tries again.
+  void give_up(const std::string& why) {
+    size_t dropped = unacked_.size();
+    unacked_.clear();
+    next_to_write_ = 0;
+    {
+      std::lock_guard<std::mutex> lock{mu_};
+      dropped += queue_.size();
+      queue_.clear();
+      unacked_count_ = 0;
+    }
+    has_space_.notify_all();
+    plane_.count([&](auto& c) { c.dropped_out += static_cast<int64_t>(dropped); });
+    if (!gave_up_)
+      spdlog::warn("data plane: cannot reach {}: {} ({} frames dropped; frames to "
+                   "it are dropped until it answers)",
+                   endpoint_, why, dropped);
+    gave_up_ = true;
+    reported_ = true;
+    down_since_.reset();
+    backoff_ = {};
+    pump();
+  }
+
+  void write(const std::shared_ptr<out_frame>& f) {
     idle_timer_.cancel();
+    writing_ = true;
+    ++f->tries;
+    gave_up_ = false;
     auto link = link_;
     if (pace_.rate_Bps <= 0) {
-      asio::async_write(*link, current_->buffers(),
-                        [self = shared_from_this(), link](const asio::error_code& ec, size_t) {
-                          self->written(link, ec);
+      asio::async_write(*link, f->buffers(),
+                        [self = shared_from_this(), link, f](const asio::error_code& ec,
+                                                             size_t) {
+                          self->written(link, f, ec);
                         });
       return;
     }
     // Paced: one contiguous copy cut into slices (at link rates of a few
     // hundred Mbit/s the copy costs nothing that shows).
-    paced_ = std::string(current_->header.data(), current_->header.size());
-    paced_ += current_->key;
-    paced_ += current_->payload;
+    paced_ = std::string(f->header.data(), f->header.size());
+    paced_ += f->key;
+    paced_ += f->payload;
     paced_offset_ = 0;
-    write_slice(link);
+    write_slice(link, f);
   }
 
-  void write_slice(const std::shared_ptr<link_stream>& link) {
+  void write_slice(const std::shared_ptr<link_stream>& link,
+                   const std::shared_ptr<out_frame>& f) {
     auto n = std::min(pacer::slice, paced_.size() - paced_offset_);
     pace_timer_.expires_at(pace_.slot_for(n));
-    pace_timer_.async_wait([self = shared_from_this(), link, n](const asio::error_code& ec) {
+    pace_timer_.async_wait([self = shared_from_this(), link, f, n](const asio::error_code& ec) {
       if (ec)
-        return self->written(link, ec);
+        return self->written(link, f, ec);
       asio::async_write(*link, asio::buffer(self->paced_.data() + self->paced_offset_, n),
-                        [self, link, n](const asio::error_code& ec, size_t) {
+                        [self, link, f, n](const asio::error_code& ec, size_t) {
                           if (ec)
-                            return self->written(link, ec);
+                            return self->written(link, f, ec);
                           self->paced_offset_ += n;
                           if (self->paced_offset_ < self->paced_.size())
-                            return self->write_slice(link);
-                          self->written(link, ec);
+                            return self->write_slice(link, f);
+                          self->written(link, f, ec);
                         });
     });
   }
 
-  void written(const std::shared_ptr<link_stream>& link, const asio::error_code& ec) {
+  void written(const std::shared_ptr<link_stream>& link,
+               const std::shared_ptr<out_frame>& f, const asio::error_code& ec) {
+    writing_ = false;
     paced_.clear();
-    if (!ec) {
-      plane_.count([&](auto& c) {
-        ++c.frames_out;
-        c.bytes_out += static_cast<int64_t>(current_->payload.size());
-      });
-      current_.reset();
+    if (ec) {
+      if (!stopping())
+        broke(link, ec.message());
       return pump();
     }
-    if (stopping())
-      return;
-    spdlog::warn("data plane: connection to {} broke: {}", endpoint_, ec.message());
-    if (link == link_) {
-      connected_ = false;
-      link->close();
-    }
-    if (!current_->resent) {
-      // The receiver delivers only whole frames, and this one did not get
-      // through whole: writing it again cannot deliver it twice.
-      current_->resent = true;
-      plane_.count([](auto& c) { ++c.resent_frames; });
-      return connect();
-    }
-    plane_.count([](auto& c) { ++c.dropped_out; });
-    current_.reset();
+    if (link == link_)
+      next_to_write_ = f->h.sequence + 1;
+    plane_.count([&](auto& c) {
+      ++c.frames_out;
+      c.bytes_out += static_cast<int64_t>(f->payload.size());
+      if (f->tries > 1)
+        ++c.resent_frames;
+    });
     pump();
   }
 
@@ -572,7 +788,7 @@ private:
     auto limit = plane_.opts.idle_timeout / 2;
     idle_timer_.expires_after(limit);
     idle_timer_.async_wait([self = shared_from_this(), link = link_](const asio::error_code& ec) {
-      if (ec || link != self->link_ || self->current_)
+      if (ec || link != self->link_ || self->writing_ || !self->unacked_.empty())
         return;
       spdlog::debug("data plane: closing the idle connection to {}", self->endpoint_);
       self->connected_ = false;
@@ -591,17 +807,26 @@ private:
   // Shared with senders.
   std::mutex mu_;
   std::condition_variable has_space_;
-  std::deque<out_frame> queue_;
+  std::deque<std::shared_ptr<out_frame>> queue_;
+  size_t unacked_count_ = 0; ///< unacked_.size(), for senders
   bool stopped_ = false;
-  bool pumping_ = false; ///< a pump is scheduled or running
+  bool pumping_ = false; ///< a pump is scheduled, or the strand will pump again
   // The strand's own.
   tcp::resolver resolver_;
-  asio::steady_timer connect_timer_, pace_timer_, idle_timer_;
+  asio::steady_timer connect_timer_, pace_timer_, idle_timer_, retry_timer_;
+  const uint64_t link_id_;
+  uint64_t last_sequence_ = 0;
+  /// Written (or being written) and not yet acknowledged, by sequence.
+  std::deque<std::shared_ptr<out_frame>> unacked_;
+  /// Frames below this sequence number were written on this connection.
+  uint64_t next_to_write_ = 0;
   std::shared_ptr<link_stream> link_;
-  bool connected_ = false;
+  bool connected_ = false, connecting_ = false, writing_ = false;
+  bool retry_pending_ = false;
   bool timed_out_ = false;
-  bool reported_ = false;
-  std::optional<out_frame> current_;
+  bool reported_ = false, gave_up_ = false;
+  std::optional<steady::time_point> down_since_;
+  std::chrono::milliseconds backoff_{};
   pacer pace_;
   std::string paced_;
   size_t paced_offset_ = 0;
@@ -706,24 +931,54 @@ void data_plane_core::admit(tcp::socket socket) {
   in->start_soon();
 }
 
-void data_plane_core::deliver(const frame_header& h, std::string key,
-                              std::string payload) {
-  caf::actor sink;
-  {
-    std::lock_guard<std::mutex> guard{mu};
-    ++stats.frames_in;
-    stats.bytes_in += static_cast<int64_t>(payload.size());
-    auto it = sinks.find(h.destination);
-    if (it == sinks.end()) {
-      ++stats.dropped_in;
-      return;
+data_plane_core::receipt data_plane_core::receive(const frame_header& h, std::string key,
+                                                  std::string payload) {
+  receipt r;
+  // Held while the frame is handed to its sink: two connections of one
+  // link (the old one still draining, the new one resending) deliver in
+  // sequence order, each frame once.
+  std::lock_guard<std::mutex> guard{mu};
+  if (h.link != 0 && h.sequence != 0) {
+    auto it = links.find(h.link);
+    if (it == links.end()) {
+      if (links.size() >= max_links)
+        links.erase(std::min_element(links.begin(), links.end(), [](auto& a, auto& b) {
+          return a.second.last_used < b.second.last_used;
+        }));
+      it = links.emplace(h.link, link_record{}).first;
     }
-    sink = it->second;
+    it->second.last_used = ++link_clock;
+    if (h.sequence <= it->second.delivered) {
+      ++stats.duplicate_frames;
+      r.fresh = false;
+      r.acknowledged = it->second.delivered;
+      return r;
+    }
+    // A gap (sequence numbers skipped) is frames the sender dropped.
+    it->second.delivered = r.acknowledged = h.sequence;
+  }
+  if (h.kind == tensor_kind::echo)
+    return r; // answered by the connection it came on
+  ++stats.frames_in;
+  stats.bytes_in += static_cast<int64_t>(payload.size());
+  auto sink = sinks.find(h.destination);
+  if (sink == sinks.end()) {
+    ++stats.dropped_in;
+    return r;
   }
   // The same message a sender in this process would have sent: receivers
   // have one handler for tensors, whichever way they came.
-  caf::anon_send(sink, tensor_atom::value,
+  caf::anon_send(sink->second, tensor_atom::value,
                  serialization::message_of(h, std::move(key), std::move(payload)));
+  return r;
+}
+
+uint64_t data_plane_core::new_link_id() {
+  std::lock_guard<std::mutex> guard{rng_mu};
+  uint64_t id = 0;
+  while (id == 0)
+    id = rng();
+  return id;
 }
 
 std::pair<std::vector<std::shared_ptr<outbound>>, std::vector<std::shared_ptr<inbound>>>
@@ -830,7 +1085,17 @@ void data_plane::serve_job(int64_t job) {
   // connect afresh.
   auto [out, in] = c.connections(false);
   for (auto& o : out)
-    o->close_idle_soon();
+    o->forget_other_jobs_soon(job);
+  for (auto& i : in)
+    i->close_soon();
+  std::lock_guard<std::mutex> guard{c.mu};
+  c.links.clear();
+}
+
+void data_plane::reset_connections() {
+  auto [out, in] = core_->connections(false);
+  for (auto& o : out)
+    o->reset_soon();
   for (auto& i : in)
     i->close_soon();
 }
@@ -867,6 +1132,17 @@ bool data_plane::send(const std::string& endpoint, caf::actor_id destination,
   if (!o)
     return false;
   return o->enqueue(detail::frame_of(std::move(m), destination));
+}
+
+std::string to_string(const data_plane::counters& c) {
+  return std::to_string(c.frames_out) + " frames out, " + std::to_string(c.frames_in)
+         + " in, " + std::to_string(c.resent_frames)
+         + " written again after a broken connection, "
+         + std::to_string(c.duplicate_frames) + " duplicates dropped, "
+         + std::to_string(c.dropped_out) + " dropped out, "
+         + std::to_string(c.dropped_in) + " dropped in, "
+         + std::to_string(c.bad_connections) + " bad connections, "
+         + std::to_string(c.refused_handshakes) + " refused handshakes";
 }
 
 std::string data_endpoint(const std::string& node_endpoint, int64_t data_port) {

@@ -74,8 +74,13 @@ std::string refusal(device_self self, const char* what) {
 /// The node serves no job: its data plane takes frames of none.
 void free_node(device_self self, const std::string& why) {
   spdlog::info("{}: free again ({})", self->state.opts.name, why);
-  if (self->state.dp)
-    self->state.dp->serve_job(0);
+  if (!self->state.dp)
+    return;
+  self->state.dp->serve_job(0);
+  // What the links went through, for whoever reads the node's log after a
+  // job (counted since the node started).
+  spdlog::info("{}: data plane so far: {}", self->state.opts.name,
+               to_string(self->state.dp->stats()));
 }
 
 /// Logs a failed deployment on device `name` and says why, for the supervisor.
@@ -424,6 +429,13 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
                    self->state.opts.slowdown);
       for (auto& r : self->state.replicas)
         caf::anon_send(r, slow_atom::value, permille);
+    },
+    [=](reset_atom) {
+      if (!refusal(self, "a connection reset").empty() || !self->state.dp)
+        return;
+      spdlog::warn("{}: breaking every data-plane connection (injected fault)",
+                   self->state.opts.name);
+      self->state.dp->reset_connections();
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
       -> caf::typed_response_promise<std::string, caf::actor> {

@@ -74,10 +74,10 @@ fault_spec parse_fault(const json& j, const json_field& f, size_t num_nodes) {
   if (fs.when != "step" && fs.when != "recovery" && fs.when != "start")
     f["when"].fail("when '" + fs.when + "' is not one of step, recovery, start");
   static const std::set<std::string> actions{"kill", "stop", "cont", "slow",
-                                             "cut", "heal"};
+                                             "cut", "heal", "reset"};
   if (!actions.count(fs.action))
     f["action"].fail("action '" + fs.action
-                     + "' is not one of kill, stop, cont, slow, cut, heal");
+                     + "' is not one of kill, stop, cont, slow, cut, heal, reset");
   if (fs.node < 0 || static_cast<size_t>(fs.node) >= num_nodes)
     f["node"].fail("node " + std::to_string(fs.node) + " is not in 'nodes' ("
                    + std::to_string(num_nodes) + " nodes)");

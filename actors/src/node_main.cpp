@@ -116,6 +116,8 @@ int run_node(const node_options& opts) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("node {}: signal {}, stopping", opts.device.name,
                stop_signal.load());
+  if (dp)
+    spdlog::info("{}: data plane so far: {}", opts.device.name, to_string(dp->stats()));
   caf::anon_send(device, stop_atom::value);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   caf::anon_send_exit(device, caf::exit_reason::user_shutdown);

@@ -51,6 +51,10 @@ namespace {
 std::string injection_problem(const fault_spec& f, const json& caps) {
   if (f.action == "slow")
     return "";
+  if (f.action == "reset")
+    return caps.value("data_port", int64_t{0}) > 0
+             ? ""
+             : "has no data plane: only data-plane connections can be reset";
   if (f.action == "cut" || f.action == "heal")
     return caps.value("link_interface", std::string{}).empty()
              ? "reports no link interface: a link can be cut only for a node "
@@ -88,6 +92,8 @@ void supervisor::inject(const fault_spec& f) {
     rec["slowdown"] = f.slowdown;
     self_->send(devices_[d], slow_atom::value,
                 static_cast<int32_t>(f.slowdown * 1000.0 + 0.5));
+  } else if (f.action == "reset") {
+    self_->send(devices_[d], reset_atom::value);
   } else if (f.action == "cut" || f.action == "heal") {
     auto dev = caps_[d].value("link_interface", std::string{});
     rec["interface"] = dev;

@@ -44,11 +44,21 @@ tensor_message message_of(const frame_header& h, std::string key,
   return m;
 }
 
+frame_header acknowledgement_header(std::uint64_t link, std::uint64_t sequence) {
+  frame_header h;
+  h.type = frame_type::acknowledgement;
+  h.link = link;
+  h.sequence = sequence;
+  return h;
+}
+
 std::array<char, frame_header_size> encode_frame_header(const frame_header& h) {
   std::array<char, frame_header_size> out{};
   std::memcpy(out.data(), magic, 4);
   put(out.data(), 4, frame_version);
-  put(out.data(), 5, static_cast<std::uint8_t>(h.kind));
+  const bool ack = h.type == frame_type::acknowledgement;
+  put(out.data(), 5, ack ? std::uint8_t{0} : static_cast<std::uint8_t>(h.kind));
+  put(out.data(), 6, static_cast<std::uint8_t>(h.type));
   put(out.data(), 8, h.destination);
   put(out.data(), 16, h.generation);
   put(out.data(), 24, h.step);
@@ -58,6 +68,8 @@ std::array<char, frame_header_size> encode_frame_header(const frame_header& h) {
   put(out.data(), 44, h.key_size);
   put(out.data(), 48, h.payload_size);
   put(out.data(), 56, h.job);
+  put(out.data(), 64, h.link);
+  put(out.data(), 72, h.sequence);
   return out;
 }
 
@@ -68,11 +80,17 @@ frame_header decode_frame_header(const char* in, const frame_limits& limits) {
   if (version != frame_version)
     throw wire_error("data-plane frame: unsupported version "
                      + std::to_string(version));
+  auto type = get<std::uint8_t>(in, 6);
+  if (type > static_cast<std::uint8_t>(frame_type::acknowledgement))
+    throw wire_error("data-plane frame: unknown frame type " + std::to_string(type));
   auto kind = get<std::uint8_t>(in, 5);
-  if (!is_tensor_kind(kind))
-    throw wire_error("data-plane frame: unknown kind " + std::to_string(kind));
   frame_header h;
-  h.kind = static_cast<tensor_kind>(kind);
+  h.type = static_cast<frame_type>(type);
+  if (h.type == frame_type::tensor) {
+    if (!is_tensor_kind(kind))
+      throw wire_error("data-plane frame: unknown kind " + std::to_string(kind));
+    h.kind = static_cast<tensor_kind>(kind);
+  }
   h.destination = get<std::uint64_t>(in, 8);
   h.generation = get<std::int64_t>(in, 16);
   h.step = get<std::int64_t>(in, 24);
@@ -82,6 +100,12 @@ frame_header decode_frame_header(const char* in, const frame_limits& limits) {
   h.key_size = get<std::uint32_t>(in, 44);
   h.payload_size = get<std::uint64_t>(in, 48);
   h.job = get<std::int64_t>(in, 56);
+  h.link = get<std::uint64_t>(in, 64);
+  h.sequence = get<std::uint64_t>(in, 72);
+  if (h.type == frame_type::acknowledgement
+      && (kind != 0 || h.key_size != 0 || h.payload_size != 0))
+    throw wire_error("data-plane frame: an acknowledgement with a kind, key "
+                     "or payload");
   if (h.key_size > limits.max_key)
     throw wire_error("data-plane frame: key of " + std::to_string(h.key_size)
                      + " bytes exceeds the limit of "

@@ -134,7 +134,8 @@ TEST_CASE("data plane: a bad frame closes that connection only") {
   caf::scoped_actor sink{*p.sys};
   auto me = caf::actor_cast<caf::actor>(sink);
   p.b->add_sink(me);
-  CHECK(test::peer_closes_after(p.b->port(), std::string(64, 'G'))); // bad magic
+  CHECK(test::peer_closes_after(p.b->port(),
+                              std::string(serialization::frame_header_size, 'G'))); // bad magic
   frame_header huge = serialization::frame_header_of(msg(tensor_kind::activation, 1), me.id());
   huge.payload_size = std::uint64_t{1} << 40; // beyond the limit: no allocation
   auto bytes = serialization::encode_frame_header(huge);

@@ -174,7 +174,7 @@ TEST_CASE("job file: every fault action is known, and an unknown one is "
   CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
                     Catch::Contains("faults[0]")
                       && Catch::Contains("'unplug' is not one of kill, stop, "
-                                         "cont, slow, cut, heal"));
+                                         "cont, slow, cut, heal, reset"));
   job["faults"] = {{{"step", 2}, {"node", 2}, {"action", "cut"}}};
   CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
                     Catch::Contains("node 2 is not in 'nodes' (2 nodes)"));

@@ -18,11 +18,16 @@ TEST_CASE("frame headers round-trip every field of a tensor message", "[frame]")
   m.key = "L0-3";
   m.payload = std::string((1 << 20) + 5, 'p');
   auto h = frame_header_of(m, 0x0123456789abcdefULL);
+  h.link = 0xfedcba9876543210ULL;
+  h.sequence = 0x1122334455667788ULL;
   CHECK(h.key_size == 4);
   CHECK(h.payload_size == m.payload.size());
   auto bytes = encode_frame_header(h);
   auto back = decode_frame_header(bytes.data());
   CHECK(back.destination == 0x0123456789abcdefULL);
+  CHECK(back.type == frame_type::tensor);
+  CHECK(back.link == h.link);
+  CHECK(back.sequence == h.sequence);
   auto got = message_of(back, m.key, m.payload);
   CHECK(got.kind == m.kind);
   CHECK(got.job == m.job);
@@ -71,6 +76,11 @@ TEST_CASE("bad frame headers name their problem", "[frame]") {
   expect(b, {}, "unsupported version 1");
   b[4] = 2; // the format before frames named their job
   expect(b, {}, "unsupported version 2");
+  b[4] = 3; // the format before links and sequence numbers
+  expect(b, {}, "unsupported version 3");
+  b = good;
+  b[6] = 2;
+  expect(b, {}, "unknown frame type 2");
   b = good;
   b[5] = 0;
   expect(b, {}, "unknown kind 0");
@@ -83,4 +93,22 @@ TEST_CASE("bad frame headers name their problem", "[frame]") {
   tight.max_key = 9;
   expect(good, tight, "key of 10 bytes exceeds the limit of 9");
   CHECK_NOTHROW(decode_frame_header(good.data()));
+  // An acknowledgement carries nothing but its link and sequence number.
+  auto ack = encode_frame_header(acknowledgement_header(7, 9));
+  b = ack;
+  b[5] = 1;
+  expect(b, {}, "an acknowledgement with a kind, key or payload");
+  auto with_payload = acknowledgement_header(7, 9);
+  with_payload.payload_size = 1;
+  expect(encode_frame_header(with_payload), {},
+         "an acknowledgement with a kind, key or payload");
+}
+
+TEST_CASE("acknowledgements round-trip their link and sequence number", "[frame]") {
+  auto back = decode_frame_header(encode_frame_header(acknowledgement_header(42, 1u << 31)).data());
+  CHECK(back.type == frame_type::acknowledgement);
+  CHECK(back.link == 42);
+  CHECK(back.sequence == (1u << 31));
+  CHECK(back.key_size == 0);
+  CHECK(back.payload_size == 0);
 }

@@ -12,6 +12,15 @@
 /// as the same `tensor_atom` message a sender in its process would have
 /// sent, so actors handle one message type whichever way it came.
 ///
+/// Links heal: every frame to a destination carries that link's next
+/// sequence number and is kept until the receiver acknowledges it (a small
+/// frame back on the same connection). When a connection breaks, the link
+/// connects again and writes every unacknowledged frame again, in order;
+/// the receiver drops those it had delivered already. A link that cannot
+/// be made again within `heal_timeout` (or whose peer refuses it) drops
+/// what was pending: the device behind it is lost, and the supervisor's
+/// heartbeats see to that (docs/fault_tolerance.md).
+///
 /// Shape (PipeEdge-like, on standalone Asio): one event loop run by a small
 /// fixed pool of threads (`options::io_threads`) serves the listener and
 /// every connection; no thread per connection. Outgoing frames queue per
@@ -64,6 +73,10 @@ public:
     size_t queue_frames = 64;       ///< per destination
     std::chrono::milliseconds queue_wait{30000};
     std::chrono::milliseconds connect_timeout{3000};
+    /// How long a link whose connection broke keeps trying to connect
+    /// again (backing off up to 1 s) before it drops what is pending. A peer
+    /// that refuses the connection (nothing listens) is given up at once.
+    std::chrono::milliseconds heal_timeout{10000};
     serialization::frame_limits limits;
     /// Empty: plain TCP. Otherwise every connection is TLS with these.
     credentials tls;
@@ -93,8 +106,12 @@ public:
     /// Accepts that failed for want of resources (file descriptors),
     /// each followed by a back-off.
     int64_t accept_failures = 0;
-    /// Frames written again on a new connection after the old one broke.
+    /// Frames written again on a new connection after the old one broke
+    /// before they were acknowledged.
     int64_t resent_frames = 0;
+    /// Frames that arrived again (a resend) after they had been delivered:
+    /// dropped.
+    int64_t duplicate_frames = 0;
   };
 
   /// Listens at once; throws std::runtime_error naming host:port on failure,
@@ -121,6 +138,10 @@ public:
   bool send(const std::string& endpoint, caf::actor_id destination,
             serialization::tensor_message m);
   counters stats() const;
+  /// Breaks every connection at once, as a network fault would (the job's
+  /// `reset` fault, tests). Outgoing links heal by themselves: they connect
+  /// again and write their unacknowledged frames again.
+  void reset_connections();
   /// Closes every connection and joins every thread (a blocked `send`
   /// returns false); idempotent.
   void stop();
@@ -130,6 +151,11 @@ private:
 
   std::shared_ptr<detail::data_plane_core> core_;
 };
+
+/// One line for a log: frames out and in, written again, duplicates and
+/// drops ("N frames out, N in, N written again after a broken connection,
+/// ...").
+std::string to_string(const data_plane::counters& c);
 
 /// "host:port" of the data plane of the node published at `node_endpoint`
 /// that reports `data_port` (`ast_caps`); empty when the port is not one.

@@ -63,7 +63,8 @@ struct fault_spec {
   int node = 0;         ///< index into `nodes`
   /// "kill" (SIGKILL), "stop" (SIGSTOP), "cont" (SIGCONT), "slow" (set the
   /// emulated slowdown to `slowdown`), "cut" / "heal" (take the node's link
-  /// down / up again). Signals need the node's pid, so they work for nodes on
+  /// down / up again), "reset" (break every data-plane connection of the
+  /// node, as a network fault would: the links heal, no recovery). Signals need the node's pid, so they work for nodes on
   /// this machine only; cuts need a node that reports a link interface
   /// (`asteroid node --link-interface`, set by the emulated testbed).
   std::string action = "kill";

@@ -60,6 +60,7 @@ using reconf_atom = caf::atom_constant<caf::atom("ast_reconf")>;
 using halt_atom = caf::atom_constant<caf::atom("ast_halt")>;
 using progress_atom = caf::atom_constant<caf::atom("ast_mbprog")>;
 using where_atom = caf::atom_constant<caf::atom("ast_where")>;
+using reset_atom = caf::atom_constant<caf::atom("ast_reset")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -115,6 +116,9 @@ using device_actor = caf::typed_actor<
                   int32_t>::with<std::string, int64_t, int64_t>,
   /// New emulated slowdown (permille >= 1000) for the device and its replicas.
   caf::reacts_to<slow_atom, int32_t>,
+  /// Breaks every data-plane connection of the node at once, as a network
+  /// fault would (the job's `reset` fault); its links heal by themselves.
+  caf::reacts_to<reset_atom>,
   /// Builds a replica (spec JSON, encoded state; empty state and the spec's
   /// restore_version: from this node's snapshots) for the job that holds
   /// the node (the spec names it): error, replica.

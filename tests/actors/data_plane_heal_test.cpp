@@ -1,0 +1,199 @@
+// Links that heal (issue 21, item 4): connections broken in the middle of a
+// stream of frames, from either end, cost neither a frame nor a duplicate;
+// a peer whose process is gone is given up at once, one out of reach after
+// the heal timeout. Two planes in this process, on loopback.
+#include "asteroid/actors/credentials.hpp"
+#include "asteroid/actors/data_plane.hpp"
+#include "asteroid/actors/protocol.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+using namespace asteroid;
+using namespace std::chrono_literals;
+using serialization::tensor_kind;
+using serialization::tensor_message;
+
+namespace {
+
+struct healing_planes {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<caf::scoped_actor> self;
+  caf::actor me;
+  std::shared_ptr<actors::data_plane> a, b;
+  explicit healing_planes(actors::data_plane::options o) {
+    actors::configure(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    self = std::make_unique<caf::scoped_actor>(*sys);
+    me = caf::actor_cast<caf::actor>(*self);
+    a = actors::data_plane::start(o);
+    b = actors::data_plane::start(o);
+    b->add_sink(me);
+  }
+  ~healing_planes() {
+    a->stop();
+    b->stop();
+  }
+  std::string b_at() const { return "127.0.0.1:" + std::to_string(b->port()); }
+  /// The steps of the tensors that arrive until `n` did or `wait` passed
+  /// without one.
+  std::vector<int64_t> receive(size_t n, std::chrono::milliseconds wait = 10s) {
+    std::vector<int64_t> steps;
+    bool more = true;
+    while (more && steps.size() < n)
+      (*self)->receive(
+        [&](actors::tensor_atom, tensor_message& m) {
+          // The payload is the step's own pattern: a frame resent from the
+          // middle would show here.
+          CHECK(m.payload == std::string(m.payload.size(), static_cast<char>('a' + m.step % 26)));
+          steps.push_back(m.step);
+        },
+        caf::after(wait) >> [&] { more = false; });
+    return steps;
+  }
+};
+
+/// Sends `n` frames of `bytes` each from a to b while both ends break
+/// their connections every `every`; returns the steps b delivered.
+std::vector<int64_t> stream_through_resets(healing_planes& p, int n, size_t bytes,
+                                           std::chrono::milliseconds every) {
+  std::atomic<bool> sending{true};
+  std::thread breaker([&] {
+    for (int i = 0; sending; ++i) {
+      std::this_thread::sleep_for(every);
+      (i % 2 ? p.a : p.b)->reset_connections();
+    }
+  });
+  std::thread sender([&] {
+    for (int s = 0; s < n; ++s) {
+      tensor_message m;
+      m.kind = tensor_kind::activation;
+      m.step = s;
+      m.payload = std::string(bytes, static_cast<char>('a' + s % 26));
+      CHECK(p.a->send(p.b_at(), p.me.id(), std::move(m)));
+    }
+  });
+  auto got = p.receive(static_cast<size_t>(n));
+  sending = false;
+  sender.join();
+  breaker.join();
+  return got;
+}
+
+void check_every_step_once_in_order(const std::vector<int64_t>& got, int n) {
+  REQUIRE(got.size() == static_cast<size_t>(n));
+  for (int s = 0; s < n; ++s)
+    if (got[static_cast<size_t>(s)] != s)
+      FAIL("frame " << s << " arrived as step " << got[static_cast<size_t>(s)]);
+}
+
+} // namespace
+
+TEST_CASE("data plane: connections broken mid-stream lose no frame and "
+          "deliver none twice") {
+  actors::data_plane::options o;
+  // Paced, so the stream lasts long enough (about 1.2 s) for 40 breaks,
+  // most of them in the middle of a frame.
+  o.rate_Bps = 16e6;
+  healing_planes p{o};
+  const int n = 300;
+  auto got = stream_through_resets(p, n, 64 << 10, 30ms);
+  check_every_step_once_in_order(got, n);
+  auto out = p.a->stats();
+  INFO("resent " << out.resent_frames << ", duplicates dropped "
+                 << p.b->stats().duplicate_frames << ", dropped out "
+                 << out.dropped_out);
+  CHECK(out.resent_frames > 0);
+  CHECK(out.dropped_out == 0);
+  CHECK(p.b->stats().dropped_in == 0);
+}
+
+TEST_CASE("data plane with credentials: broken TLS connections heal too") {
+  namespace fs = std::filesystem;
+  auto dir = fs::path(ASTEROID_TEST_TMP) / "heal-keys";
+  fs::remove_all(dir);
+  actors::make_cluster_keys(dir.string(), {"a"});
+  actors::data_plane::options o;
+  o.tls = actors::credentials::from_folder((dir / "a").string());
+  o.rate_Bps = 16e6;
+  {
+    healing_planes p{o};
+    const int n = 200;
+    auto got = stream_through_resets(p, n, 64 << 10, 30ms);
+    check_every_step_once_in_order(got, n);
+    CHECK(p.a->stats().resent_frames > 0);
+    CHECK(p.a->stats().dropped_out == 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("data plane: frames to a peer whose process is gone are dropped at "
+          "once, not held for the heal timeout") {
+  actors::data_plane::options o;
+  o.heal_timeout = 60s; // would show as a test timeout
+  healing_planes p{o};
+  tensor_message m;
+  m.kind = tensor_kind::activation;
+  m.step = 1;
+  REQUIRE(p.a->send(p.b_at(), p.me.id(), m));
+  CHECK(p.receive(1) == std::vector<int64_t>{1});
+  p.b->stop(); // its port now refuses connections
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 2; s < 5; ++s) {
+    m.step = s;
+    CHECK(p.a->send(p.b_at(), p.me.id(), m));
+  }
+  for (int i = 0; i < 250 && p.a->stats().dropped_out < 3; ++i)
+    std::this_thread::sleep_for(20ms);
+  CHECK(p.a->stats().dropped_out == 3);
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+}
+
+TEST_CASE("data plane: a link out of reach is given up after the heal "
+          "timeout") {
+  actors::data_plane::options o;
+  o.heal_timeout = 1500ms;
+  o.connect_timeout = 300ms;
+  healing_planes p{o};
+  // A listener whose accept queue is full drops every further SYN: a
+  // connection to it times out, as to a host behind a cut link.
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 0) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(100ms);
+  auto full = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  tensor_message m;
+  m.kind = tensor_kind::activation;
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(p.a->send(full, 1, m));
+  REQUIRE(p.a->send(full, 1, m));
+  for (int i = 0; i < 500 && p.a->stats().dropped_out < 2; ++i)
+    std::this_thread::sleep_for(20ms);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  for (int fd : fillers)
+    ::close(fd);
+  ::close(listener);
+  CHECK(p.a->stats().dropped_out == 2);
+  CHECK(waited >= 1500ms);
+  CHECK(waited < 6s);
+}
