@@ -477,10 +477,10 @@ public:
       connected_ = false;
     return false;
   }
-  void on_frame(const link_stream&, frame_header h, std::string key,
+  void on_frame(const link_stream& from, frame_header h, std::string key,
                 std::string payload) override {
     if (h.type == serialization::frame_type::acknowledgement)
-      return acknowledged(h);
+      return acknowledged(h, &from == link_.get());
     plane_.receive(h, std::move(key), std::move(payload));
   }
   void on_end(const link_stream& from, const std::string& why, bool bad) override {
@@ -541,9 +541,16 @@ private:
     return nullptr;
   }
 
-  void acknowledged(const frame_header& ack) {
+  void acknowledged(const frame_header& ack, bool on_this_connection) {
     if (ack.link != link_id_)
       return;
+    if (on_this_connection && !progress_) {
+      // The peer takes frames on this connection: the link is up again.
+      progress_ = true;
+      down_since_.reset();
+      backoff_ = {};
+      reported_ = false;
+    }
     size_t done = 0;
     while (!unacked_.empty() && unacked_.front()->h.sequence <= ack.sequence) {
       unacked_.pop_front();
@@ -571,11 +578,19 @@ private:
     next_to_write_ = 0;
     if (stopping())
       return;
-    if (unacked_.empty())
+    if (unacked_.empty()) {
       spdlog::debug("data plane: connection to {} broke: {} (nothing pending)", endpoint_, why);
-    else
+      return pump();
+    }
+    if (!reported_)
       spdlog::warn("data plane: connection to {} broke: {} ({} frames to write again)",
                    endpoint_, why, unacked_.size());
+    reported_ = true;
+    if (!progress_)
+      // Nothing was acknowledged on it: the peer may be refusing these
+      // frames (another job's, after it moved on), so this counts as a
+      // failed attempt, backed off and bounded by the heal timeout.
+      return retry_later(why);
     pump();
   }
 
@@ -660,6 +675,12 @@ private:
     // it would have done with these frames.
     if (ec == asio::error::connection_refused)
       return give_up(why);
+    retry_later(why);
+  }
+
+  /// Another attempt after a back-off, unless the link has been down for
+  /// `heal_timeout` already.
+  void retry_later(const std::string& why) {
     auto now = steady::now();
     if (!down_since_)
       down_since_ = now;
@@ -686,12 +707,10 @@ private:
     connect_timer_.cancel();
     connecting_ = false;
     connected_ = true;
-    if (down_since_ && !unacked_.empty())
+    progress_ = false; // the link counts as up once a frame is acknowledged
+    if (reported_ && !unacked_.empty())
       spdlog::info("data plane: connection to {} made again; writing {} frames again",
                    endpoint_, unacked_.size());
-    down_since_.reset();
-    backoff_ = {};
-    reported_ = false;
     next_to_write_ = 0;
     frame_reader::start(link, weak_from_this(), plane_.opts.limits);
     pump();
@@ -822,6 +841,7 @@ private:
   uint64_t next_to_write_ = 0;
   std::shared_ptr<link_stream> link_;
   bool connected_ = false, connecting_ = false, writing_ = false;
+  bool progress_ = false; ///< a frame was acknowledged on this connection
   bool retry_pending_ = false;
   bool timed_out_ = false;
   bool reported_ = false, gave_up_ = false;

@@ -103,12 +103,13 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
                 std::shared_ptr<const std::atomic<int64_t>> halt_below) {
   return {
     [=](deploy_atom, int64_t id, const std::string& spec_json,
-        const std::string& state)
+        const std::string& state, const caf::node_id& supervisor_node)
       -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
       try {
         auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
         auto r = spawn_replica(self->system(), spec, state,
-                               caf::actor_cast<device_actor>(home), dp, halt_below);
+                               caf::actor_cast<device_actor>(home), dp, halt_below,
+                               supervisor_node);
         spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
                      spec.label, spec.first_layer, spec.end_layer,
                      spec.shares[spec.replica]);
@@ -428,7 +429,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       spdlog::info("{}: emulated slowdown now {:.2f}", self->state.opts.name,
                    self->state.opts.slowdown);
       for (auto& r : self->state.replicas)
-        caf::anon_send(r, slow_atom::value, permille);
+        self->send(caf::actor_cast<replica_actor>(r), slow_atom::value, permille);
     },
     [=](reset_atom) {
       if (!refusal(self, "a connection reset").empty() || !self->state.dp)
@@ -464,7 +465,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         auto id = ++self->state.deploys;
         self->state.deploying.emplace(id, rp);
         self->send(self->state.builder, deploy_atom::value, id,
-                   to_json(spec).dump(), std::move(state));
+                   to_json(spec).dump(), std::move(state), claim.owner());
       } catch (const std::exception& e) {
         rp.deliver(deploy_failure(self->state.opts.name, e.what()), caf::actor{});
       }
@@ -499,7 +500,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       if (!refusal(self, "a stop").empty())
         return;
       for (auto& r : self->state.replicas)
-        caf::anon_send(r, stop_atom::value);
+        self->send(caf::actor_cast<replica_actor>(r), stop_atom::value);
       self->state.replicas.clear();
     },
     [=](halt_atom, int64_t generation) {

@@ -42,6 +42,8 @@ public:
   /// The job served; 0 when free.
   int64_t job() const { return job_; }
   const caf::actor_addr& claimant() const { return claimant_; }
+  /// The claimant's process: its supervisor and stage actors.
+  const caf::node_id& owner() const { return owner_; }
 
   /// "" when a control message from `sender` may act, else why not.
   std::string obeys(const caf::strong_actor_ptr& sender) const;

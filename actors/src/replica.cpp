@@ -95,7 +95,32 @@ replica_actor::behavior_type replica_fun(replica_self* self,
     }
   });
   drop_unexpected(self, name_of(*e));
+  if (e->home) {
+    st.home = e->home;
+    st.channels[{peer_home, 0}] =
+      open_channel(caf::actor_cast<caf::actor>(e->home), e->dp, std::string{});
+  }
   self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value);
+  // Control messages act only when they come from this process (the
+  // device, the replica itself) or the deploying supervisor's; credits also
+  // from the peers' processes. Anything else is logged and dropped: a
+  // member of the cluster running another job cannot steer or read this
+  // one (docs/security.md). Tensors are checked by job and generation.
+  auto refused = [=](const char* what, bool from_peers_too) {
+    const auto& sender = self->current_sender();
+    if (!e->supervisor_node)
+      return false;
+    if (sender
+        && (sender->node() == self->node() || sender->node() == e->supervisor_node
+            || (from_peers_too && self->state.peer_nodes.count(sender->node()))))
+      return false;
+    spdlog::warn("{}: refused {} from {}: not this job's supervisor, node or "
+                 "peers",
+                 name_of(*e), what,
+                 sender ? "process " + to_string(sender->node())
+                        : std::string("an anonymous sender"));
+    return true;
+  };
   // Activations, gradients, all-reduce chunks, inputs and labels: one
   // identity (tensor_message), checked here once, then kept by step and
   // micro-batch until the stream takes them.
@@ -179,7 +204,11 @@ replica_actor::behavior_type replica_fun(replica_self* self,
   return {
     [=](peer_atom, int32_t role, int32_t index, caf::actor peer,
         const std::string& data_endpoint) {
+      if (refused("a peer", false))
+        return;
       auto& s = self->state;
+      if (peer)
+        s.peer_nodes.insert(peer.node());
       // The link's transport is chosen here, once (channel.hpp).
       auto link = [&] {
         s.channels[{role, index}] = open_channel(peer, e->dp, data_endpoint);
@@ -221,6 +250,8 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       }
     },
     [=](start_atom, int64_t step, const std::vector<caf::actor>& mbs) {
+      if (refused("a start", false))
+        return;
       auto& s = self->state;
       if (mbs.size() == static_cast<size_t>(e->spec.micro_batches)) {
         auto& typed = s.micro_batches[step];
@@ -237,6 +268,8 @@ replica_actor::behavior_type replica_fun(replica_self* self,
     },
     [=](tensor_atom, serialization::tensor_message& m) { receive(m); },
     [=](ack_atom, int64_t generation, int32_t kind, int32_t from) {
+      if (refused("a credit", true))
+        return;
       auto& s = self->state;
       if (generation != e->spec.generation)
         return; // for a send of the deployment before
@@ -251,7 +284,14 @@ replica_actor::behavior_type replica_fun(replica_self* self,
     },
     [=](reconf_atom, const std::string& spec_json,
         int64_t version) -> caf::result<std::string, int64_t> {
+      // Before the promise: making it takes the sender from the message.
+      const bool outsider = refused("a re-configuration", false);
       auto rp = self->make_response_promise<std::string, int64_t>();
+      if (outsider) {
+        rp.deliver(name_of(*e) + ": refused a re-configuration from outside the job",
+                   int64_t{-1});
+        return rp;
+      }
       auto& s = self->state;
       replica_spec next;
       // A step at or after `version` that this replica began moved its
@@ -320,10 +360,14 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       return rp;
     },
     [=](state_atom) -> std::string {
+      if (refused("a state read", false))
+        return std::string{}; // decodes as no tensors: nothing of the state
       return serialization::encode_tensors(capture_stage_state(
         e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get()));
     },
     [=](slow_atom, int32_t permille) {
+      if (refused("a slowdown", false))
+        return;
       if (permille >= 1000)
         e->spec.slowdown = permille / 1000.0;
       else
@@ -341,7 +385,10 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       }
       self->delayed_send(self, std::chrono::seconds(1), caf::tick_atom::value);
     },
-    [=](stop_atom) { self->quit(); },
+    [=](stop_atom) {
+      if (!refused("a stop", false))
+        self->quit();
+    },
   };
 }
 
@@ -350,11 +397,14 @@ replica_actor::behavior_type replica_fun(replica_self* self,
 replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             const std::string& state, device_actor home,
                             std::shared_ptr<data_plane> dp,
-                            std::shared_ptr<const std::atomic<int64_t>> halt_below) {
+                            std::shared_ptr<const std::atomic<int64_t>> halt_below,
+                            caf::node_id supervisor_node) {
   auto e = std::make_shared<detail::engine>();
   e->spec = spec;
   e->dp = dp;
   e->halt_below = std::move(halt_below);
+  e->home = home;
+  e->supervisor_node = std::move(supervisor_node);
   detail::apply_spec(*e);
   e->model = training::build_model(spec.model, spec.model_options);
   if (spec.first_layer < 0 || spec.end_layer > e->model->size()
@@ -373,9 +423,6 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   auto r = sys.spawn<caf::detached>(replica_fun, e);
   if (dp)
     dp->add_sink(caf::actor_cast<caf::actor>(r));
-  if (home)
-    caf::anon_send(r, peer_atom::value, int32_t{peer_home}, int32_t{0},
-                   caf::actor_cast<caf::actor>(home), std::string{});
   return r;
 }
 

@@ -65,6 +65,12 @@ struct engine {
   /// Set by this node's device when a recovery begins (`ast_halt`); null
   /// for a replica spawned without a device.
   std::shared_ptr<const std::atomic<int64_t>> halt_below;
+  /// This node's device actor (null: spawned without one).
+  device_actor home;
+  /// The process of the supervisor that deployed it: with the replica's
+  /// own process, the only one whose control messages it obeys (none: any,
+  /// for a replica spawned outside a node).
+  caf::node_id supervisor_node;
 };
 
 /// A recovery towards a newer generation has begun: this replica runs no
@@ -84,6 +90,9 @@ struct replica_state {
   caf::actor supervisor;
   device_actor home;   ///< this node's device actor: local snapshots
   device_actor backup; ///< the device keeping this stage's replica
+  /// The processes of the peers the supervisor named: credits may come
+  /// from them too.
+  std::set<caf::node_id> peer_nodes;
   /// How tensors reach each peer, by (peer_role, index): chosen once, when
   /// the supervisor names the peer (`ast_peer`).
   std::map<std::pair<int, int>, channel_ptr> channels;

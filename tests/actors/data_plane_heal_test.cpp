@@ -6,6 +6,8 @@
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
 
+#include "two_planes.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -24,47 +26,29 @@ using serialization::tensor_message;
 
 namespace {
 
-struct healing_planes {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  std::unique_ptr<caf::scoped_actor> self;
-  caf::actor me;
-  std::shared_ptr<actors::data_plane> a, b;
-  explicit healing_planes(actors::data_plane::options o) {
-    actors::configure(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    self = std::make_unique<caf::scoped_actor>(*sys);
-    me = caf::actor_cast<caf::actor>(*self);
-    a = actors::data_plane::start(o);
-    b = actors::data_plane::start(o);
-    b->add_sink(me);
-  }
-  ~healing_planes() {
-    a->stop();
-    b->stop();
-  }
-  std::string b_at() const { return "127.0.0.1:" + std::to_string(b->port()); }
-  /// The steps of the tensors that arrive until `n` did or `wait` passed
-  /// without one.
-  std::vector<int64_t> receive(size_t n, std::chrono::milliseconds wait = 10s) {
-    std::vector<int64_t> steps;
-    bool more = true;
-    while (more && steps.size() < n)
-      (*self)->receive(
-        [&](actors::tensor_atom, tensor_message& m) {
-          // The payload is the step's own pattern: a frame resent from the
-          // middle would show here.
-          CHECK(m.payload == std::string(m.payload.size(), static_cast<char>('a' + m.step % 26)));
-          steps.push_back(m.step);
-        },
-        caf::after(wait) >> [&] { more = false; });
-    return steps;
-  }
-};
+using test::two_planes;
+
+/// The steps of the tensors that arrive at b's sink until `n` did or `wait`
+/// passed without one.
+std::vector<int64_t> receive(two_planes& p, size_t n,
+                             std::chrono::milliseconds wait = 10s) {
+  std::vector<int64_t> steps;
+  bool more = true;
+  while (more && steps.size() < n)
+    (*p.self)->receive(
+      [&](actors::tensor_atom, tensor_message& m) {
+        // The payload is the step's own pattern: a frame resent from the
+        // middle would show here.
+        CHECK(m.payload == std::string(m.payload.size(), static_cast<char>('a' + m.step % 26)));
+        steps.push_back(m.step);
+      },
+      caf::after(wait) >> [&] { more = false; });
+  return steps;
+}
 
 /// Sends `n` frames of `bytes` each from a to b while both ends break
 /// their connections every `every`; returns the steps b delivered.
-std::vector<int64_t> stream_through_resets(healing_planes& p, int n, size_t bytes,
+std::vector<int64_t> stream_through_resets(two_planes& p, int n, size_t bytes,
                                            std::chrono::milliseconds every) {
   std::atomic<bool> sending{true};
   std::thread breaker([&] {
@@ -82,7 +66,7 @@ std::vector<int64_t> stream_through_resets(healing_planes& p, int n, size_t byte
       CHECK(p.a->send(p.b_at(), p.me.id(), std::move(m)));
     }
   });
-  auto got = p.receive(static_cast<size_t>(n));
+  auto got = receive(p, static_cast<size_t>(n));
   sending = false;
   sender.join();
   breaker.join();
@@ -104,7 +88,7 @@ TEST_CASE("data plane: connections broken mid-stream lose no frame and "
   // Paced, so the stream lasts long enough (about 1.2 s) for 40 breaks,
   // most of them in the middle of a frame.
   o.rate_Bps = 16e6;
-  healing_planes p{o};
+  two_planes p{o};
   const int n = 300;
   auto got = stream_through_resets(p, n, 64 << 10, 30ms);
   check_every_step_once_in_order(got, n);
@@ -126,7 +110,7 @@ TEST_CASE("data plane with credentials: broken TLS connections heal too") {
   o.tls = actors::credentials::from_folder((dir / "a").string());
   o.rate_Bps = 16e6;
   {
-    healing_planes p{o};
+    two_planes p{o};
     const int n = 200;
     auto got = stream_through_resets(p, n, 64 << 10, 30ms);
     check_every_step_once_in_order(got, n);
@@ -140,12 +124,12 @@ TEST_CASE("data plane: frames to a peer whose process is gone are dropped at "
           "once, not held for the heal timeout") {
   actors::data_plane::options o;
   o.heal_timeout = 60s; // would show as a test timeout
-  healing_planes p{o};
+  two_planes p{o};
   tensor_message m;
   m.kind = tensor_kind::activation;
   m.step = 1;
   REQUIRE(p.a->send(p.b_at(), p.me.id(), m));
-  CHECK(p.receive(1) == std::vector<int64_t>{1});
+  CHECK(receive(p, 1) == std::vector<int64_t>{1});
   p.b->stop(); // its port now refuses connections
   auto t0 = std::chrono::steady_clock::now();
   for (int s = 2; s < 5; ++s) {
@@ -163,7 +147,7 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   actors::data_plane::options o;
   o.heal_timeout = 1500ms;
   o.connect_timeout = 300ms;
-  healing_planes p{o};
+  two_planes p{o};
   // A listener whose accept queue is full drops every further SYN: a
   // connection to it times out, as to a host behind a cut link.
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -6,6 +6,7 @@
 #include "asteroid/actors/protocol.hpp"
 
 #include "raw_socket.hpp"
+#include "two_planes.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -26,41 +27,7 @@ using serialization::tensor_message;
 
 namespace {
 
-struct two_planes {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  std::unique_ptr<caf::scoped_actor> self;
-  caf::actor me;
-  std::shared_ptr<actors::data_plane> a, b;
-  explicit two_planes(actors::data_plane::options o = {}) {
-    actors::configure(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    self = std::make_unique<caf::scoped_actor>(*sys);
-    me = caf::actor_cast<caf::actor>(*self);
-    a = actors::data_plane::start(o);
-    b = actors::data_plane::start(o);
-    b->add_sink(me);
-  }
-  ~two_planes() {
-    a->stop();
-    b->stop();
-  }
-  std::string b_at() const { return "127.0.0.1:" + std::to_string(b->port()); }
-  bool send_to_b(int64_t step, std::string payload = "x") {
-    tensor_message m;
-    m.kind = tensor_kind::activation;
-    m.step = step;
-    m.payload = std::move(payload);
-    return a->send(b_at(), me.id(), std::move(m));
-  }
-  /// The step of the next tensor within `wait`; -1 for none.
-  int64_t next_step(std::chrono::milliseconds wait = 10s) {
-    int64_t step = -1;
-    (*self)->receive([&](actors::tensor_atom, tensor_message& m) { step = m.step; },
-                     caf::after(wait) >> [] {});
-    return step;
-  }
-};
+using test::two_planes;
 
 int64_t resident_kib() {
   std::ifstream in{"/proc/self/status"};

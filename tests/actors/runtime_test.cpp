@@ -557,6 +557,13 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
              replica, std::string{});
   self->send(replica, actors::peer_atom::value, int32_t{9}, int32_t{0},
              replica); // the form before channels: matches no handler
+  // Control messages from outside the job (here: without a sender, neither
+  // the supervisor's process nor the node's) are refused: the replica keeps
+  // running and answers the state read below.
+  caf::anon_send(replica, actors::stop_atom::value);
+  caf::anon_send(replica, actors::slow_atom::value, int32_t{5000});
+  caf::anon_send(replica, actors::start_atom::value, int64_t{0},
+                 std::vector<caf::actor>{});
   std::string state;
   self->request(replica, timeout, actors::state_atom::value)
     .receive([&](std::string& s) { state = s; }, [&](caf::error&) {});
@@ -570,6 +577,9 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   CHECK_THAT(log, Catch::Contains("unexpected message"));
   CHECK_THAT(log, Catch::Contains("dropped"));
   CHECK_THAT(log, Catch::Contains("dropped activation of another job"));
+  CHECK_THAT(log, Catch::Contains("refused a stop from an anonymous sender"));
+  CHECK_THAT(log, Catch::Contains("refused a slowdown from an anonymous sender"));
+  CHECK_THAT(log, Catch::Contains("refused a start from an anonymous sender"));
 }
 
 TEST_CASE("a node answers pings within milliseconds while its replicas "

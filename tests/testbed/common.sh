@@ -99,6 +99,22 @@ tb_run() {
   tb_wait 200
 }
 
+# Runs the job files $tmp/NAME.json for each NAME given, one after the other, on one testbed
+# of cluster file $1 (their "nodes" replaced by the testbed's endpoints, connecting with its
+# credentials); tb_run's status and output as for any command.
+tb_run_jobs() {
+  local cluster=$1; shift
+  cat >"$tmp/run-jobs.sh" <<SCRIPT
+set -euo pipefail
+nodes=\$(jq -nc --arg n "\$ASTEROID_NODES" '\$n | split(",")')
+for j in $*; do
+  jq --argjson n "\$nodes" '.nodes = \$n' "$tmp/\$j.json" >"$tmp/\$j.run.json"
+  "$exe" job --config "$tmp/\$j.run.json" --credentials "\$ASTEROID_CREDENTIALS"
+done
+SCRIPT
+  tb_run --cluster "$cluster" -- bash "$tmp/run-jobs.sh"
+}
+
 # tb_start, then waits for `lines` iterations in the metrics file `file`.
 tb_start_job() {
   local file=$1 lines=$2

@@ -17,15 +17,7 @@ jq --arg m "$tmp/cut.jsonl" \
    | .faults = [{"step": 6, "delay_ms": 20, "node": 1, "action": "cut"},
                 {"step": 6, "delay_ms": 2020, "node": 1, "action": "heal"}]' \
   "$tmp/ref.json" >"$tmp/cut.json"
-cat >"$tmp/run.sh" <<SCRIPT
-set -euo pipefail
-nodes=\$(jq -nc --arg n "\$ASTEROID_NODES" '\$n | split(",")')
-for j in ref cut; do
-  jq --argjson n "\$nodes" '.nodes = \$n' "$tmp/\$j.json" >"$tmp/\$j.run.json"
-  "$exe" job --config "$tmp/\$j.run.json" --credentials "\$ASTEROID_CREDENTIALS"
-done
-SCRIPT
-tb_run --cluster "$here/cluster-3dev.json" -- bash "$tmp/run.sh"
+tb_run_jobs "$here/cluster-3dev.json" ref cut
 expect_status 0 "reference and cut-and-healed jobs"
 (( $(grep -c "job done: 30 steps" "$tmp/testbed.out") == 2 )) \
   || fail "expected two jobs of 30 steps: $(grep "job done" "$tmp/testbed.out")"

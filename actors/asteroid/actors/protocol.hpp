@@ -176,8 +176,9 @@ using micro_batch_actor = caf::typed_actor<
 
 /// A device's replica builder (device.cpp): builds one replica at a time on
 /// its own thread and hands it back to the device.
+/// (id, spec JSON, encoded state, the deploying supervisor's process).
 using replica_builder_actor = caf::typed_actor<
-  caf::replies_to<deploy_atom, int64_t, std::string, std::string>::with<
+  caf::replies_to<deploy_atom, int64_t, std::string, std::string, caf::node_id>::with<
     adopt_atom, int64_t, std::string, caf::actor>>;
 
 /// Snapshot key of layers [first, end): "L<first>-<end>".

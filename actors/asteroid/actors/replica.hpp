@@ -24,10 +24,15 @@ namespace asteroid::actors {
 /// and its channels to peers whose data endpoint the supervisor gave
 /// (`ast_peer`) are TCP on it (channel.hpp). With `halt_below`, set by the
 /// device (`ast_halt`), a replica whose generation is below that value stops
-/// at its next op instead of finishing an interrupted step.
+/// at its next op instead of finishing an interrupted step. With
+/// `supervisor_node`, the replica obeys control messages (peers, starts,
+/// re-configurations, state reads, slowdowns, stops) only from that process
+/// and its own, and credits also from its peers' processes; without, from
+/// anyone.
 replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             const std::string& state, device_actor home = {},
                             std::shared_ptr<data_plane> dp = {},
-                            std::shared_ptr<const std::atomic<int64_t>> halt_below = {});
+                            std::shared_ptr<const std::atomic<int64_t>> halt_below = {},
+                            caf::node_id supervisor_node = {});
 
 } // namespace asteroid::actors
