@@ -466,15 +466,14 @@ public:
   // Frames the peer writes back: acknowledgements of our frames, and
   // answers to our probe echoes.
   void on_bytes(const link_stream&) override {}
-  bool on_header(const link_stream& from, const frame_header& h) override {
+  bool on_header(const link_stream&, const frame_header& h) override {
     if (h.type == serialization::frame_type::acknowledgement
         || h.kind == tensor_kind::echo_reply)
       return true;
+    // Closed; on_end follows and writes what is pending again elsewhere.
     spdlog::warn("data plane: {} sent {} on our connection to it; closing it",
                  endpoint_, serialization::to_string(h.kind));
     plane_.count([](auto& c) { ++c.bad_connections; });
-    if (&from == link_.get())
-      connected_ = false;
     return false;
   }
   void on_frame(const link_stream& from, frame_header h, std::string key,

@@ -1,7 +1,9 @@
 // Links that heal (issue 21, item 4): connections broken in the middle of a
 // stream of frames, from either end, cost neither a frame nor a duplicate;
 // a peer whose process is gone is given up at once, one out of reach after
-// the heal timeout. Two planes in this process, on loopback.
+// the heal timeout, and a peer that answers with anything but
+// acknowledgements is closed and the frame written again. Two planes in this
+// process, or one and a raw socket, on loopback.
 #include "asteroid/actors/credentials.hpp"
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
@@ -10,10 +12,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -180,4 +185,95 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   CHECK(p.a->stats().dropped_out == 2);
   CHECK(waited >= 1500ms);
   CHECK(waited < 6s);
+}
+
+namespace {
+
+/// A listener on a free loopback port; -1 on failure.
+int listen_loopback(uint16_t& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || ::listen(fd, 4) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return -1;
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+/// The next connection within 5 s, reads on it bounded to 5 s; -1 for none.
+int accept_within(int listener) {
+  pollfd p{listener, POLLIN, 0};
+  if (::poll(&p, 1, 5000) != 1)
+    return -1;
+  int fd = ::accept(listener, nullptr, nullptr);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/// The header of the next frame on `fd` (its key and payload read and
+/// skipped); type acknowledgement with link 0 when none came.
+serialization::frame_header read_frame(int fd) {
+  auto read_exactly = [fd](char* out, size_t n) {
+    while (n > 0) {
+      auto k = ::recv(fd, out, n, 0);
+      if (k <= 0)
+        return false;
+      out += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  };
+  std::array<char, serialization::frame_header_size> raw{};
+  if (!read_exactly(raw.data(), raw.size()))
+    return serialization::acknowledgement_header(0, 0);
+  auto h = serialization::decode_frame_header(raw.data());
+  std::string rest(h.key_size + h.payload_size, '\0');
+  read_exactly(rest.data(), rest.size());
+  return h;
+}
+
+void write_all(int fd, const std::array<char, serialization::frame_header_size>& bytes) {
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
+          == static_cast<ssize_t>(bytes.size()));
+}
+
+} // namespace
+
+TEST_CASE("data plane: a peer that writes a tensor back on our connection is "
+          "closed, and what it had not acknowledged goes again on the next") {
+  two_planes p;
+  uint16_t port = 0;
+  int listener = listen_loopback(port);
+  REQUIRE(listener >= 0);
+  tensor_message m;
+  m.kind = tensor_kind::activation;
+  m.step = 42;
+  m.payload = "hello";
+  REQUIRE(p.a->send("127.0.0.1:" + std::to_string(port), 7, m));
+  int first = accept_within(listener);
+  REQUIRE(first >= 0);
+  auto h1 = read_frame(first);
+  CHECK(h1.type == serialization::frame_type::tensor);
+  CHECK((h1.step == 42 && h1.sequence == 1 && h1.link != 0));
+  // Only acknowledgements and probe answers may come back.
+  write_all(first, serialization::encode_frame_header(serialization::frame_header_of(m, 1)));
+  int second = accept_within(listener);
+  REQUIRE(second >= 0);
+  auto h2 = read_frame(second);
+  CHECK((h2.step == 42 && h2.sequence == 1 && h2.link == h1.link));
+  write_all(second, serialization::encode_frame_header(
+                      serialization::acknowledgement_header(h1.link, 1)));
+  for (int i = 0; i < 250 && p.a->stats().resent_frames < 1; ++i)
+    std::this_thread::sleep_for(20ms);
+  CHECK(p.a->stats().resent_frames == 1);
+  CHECK(p.a->stats().bad_connections == 1);
+  CHECK(p.a->stats().dropped_out == 0);
+  ::close(first);
+  ::close(second);
+  ::close(listener);
 }
