@@ -115,6 +115,20 @@ SCRIPT
   tb_run --cluster "$cluster" -- bash "$tmp/run-jobs.sh"
 }
 
+# Fails unless the metrics files $tmp/ref.jsonl and $tmp/cut.jsonl hold the same $1 steps with
+# equal losses (relative 1e-4); says so with the last pair.
+expect_equal_losses() {
+  local steps=$1
+  losses() { jq -r 'select(.event == "iteration") | "\(.step) \(.loss)"' "$1"; }
+  awk 'NR == FNR { ref[$1] = $2; next } $1 in ref { print $1, ref[$1], $2 }' \
+    <(losses "$tmp/ref.jsonl") <(losses "$tmp/cut.jsonl") >"$tmp/losses"
+  (( $(wc -l <"$tmp/losses") == steps )) || fail "steps differ: $(cat "$tmp/losses")"
+  awk '{d = $2 - $3; if (d < 0) d = -d; if (d > 1e-4 * ($2 < 0 ? -$2 : $2) + 1e-6) {
+         print "step " $1 ": loss " $2 " fault-free, " $3 " with the cut"; bad = 1 } }
+       END { exit bad }' "$tmp/losses" || fail "losses differ from the fault-free run"
+  say "$steps losses equal to the fault-free run's (last: $(tail -n 1 "$tmp/losses"))"
+}
+
 # tb_start, then waits for `lines` iterations in the metrics file `file`.
 tb_start_job() {
   local file=$1 lines=$2

@@ -46,13 +46,6 @@ say "fault events of the cut job:"
 grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2
 
 # Synchronous replay: the cut is invisible to the math.
-losses() { jq -r 'select(.event == "iteration") | "\(.step) \(.loss)"' "$1"; }
-awk 'NR == FNR { ref[$1] = $2; next } $1 in ref { print $1, ref[$1], $2 }' \
-  <(losses "$tmp/ref.jsonl") <(losses "$tmp/cut.jsonl") >"$tmp/losses"
-(( $(wc -l <"$tmp/losses") == 40 )) || fail "steps differ: $(cat "$tmp/losses")"
-awk '{d = $2 - $3; if (d < 0) d = -d; if (d > 1e-4 * ($2 < 0 ? -$2 : $2) + 1e-6) {
-       print "step " $1 ": loss " $2 " fault-free, " $3 " with the cut"; bad = 1 } }
-     END { exit bad }' "$tmp/losses" || fail "losses differ from the fault-free run"
-say "40 losses equal to the fault-free run's (last: $(tail -n 1 "$tmp/losses"))"
+expect_equal_losses 40
 assert_clean "$tb_pid"
 say "PASS"
