@@ -87,6 +87,64 @@ void check_every_step_once_in_order(const std::vector<int64_t>& got, int n) {
 
 } // namespace
 
+namespace {
+
+/// A listener on a free loopback port, with an accept queue of `backlog`;
+/// -1 on failure.
+int listen_loopback(uint16_t& port, int backlog = 4) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || ::listen(fd, backlog) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return -1;
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+/// The next connection within 5 s, reads on it bounded to 5 s; -1 for none.
+int accept_within(int listener) {
+  pollfd p{listener, POLLIN, 0};
+  if (::poll(&p, 1, 5000) != 1)
+    return -1;
+  int fd = ::accept(listener, nullptr, nullptr);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/// The header of the next frame on `fd` (its key and payload read and
+/// skipped); type acknowledgement with link 0 when none came.
+serialization::frame_header read_frame(int fd) {
+  auto read_exactly = [fd](char* out, size_t n) {
+    while (n > 0) {
+      auto k = ::recv(fd, out, n, 0);
+      if (k <= 0)
+        return false;
+      out += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  };
+  std::array<char, serialization::frame_header_size> raw{};
+  if (!read_exactly(raw.data(), raw.size()))
+    return serialization::acknowledgement_header(0, 0);
+  auto h = serialization::decode_frame_header(raw.data());
+  std::string rest(h.key_size + h.payload_size, '\0');
+  read_exactly(rest.data(), rest.size());
+  return h;
+}
+
+void write_all(int fd, const std::array<char, serialization::frame_header_size>& bytes) {
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
+          == static_cast<ssize_t>(bytes.size()));
+}
+
+} // namespace
+
 TEST_CASE("data plane: connections broken mid-stream lose no frame and "
           "deliver none twice") {
   actors::data_plane::options o;
@@ -155,14 +213,13 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   two_planes p{o};
   // A listener whose accept queue is full drops every further SYN: a
   // connection to it times out, as to a host behind a cut link.
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  uint16_t port = 0;
+  int listener = listen_loopback(port, 0);
+  REQUIRE(listener >= 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(listener, 0) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   std::vector<int> fillers;
   for (int i = 0; i < 4; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -170,7 +227,7 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
     fillers.push_back(fd);
   }
   std::this_thread::sleep_for(100ms);
-  auto full = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto full = "127.0.0.1:" + std::to_string(port);
   tensor_message m;
   m.kind = tensor_kind::activation;
   auto t0 = std::chrono::steady_clock::now();
@@ -187,62 +244,6 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   CHECK(waited < 6s);
 }
 
-namespace {
-
-/// A listener on a free loopback port; -1 on failure.
-int listen_loopback(uint16_t& port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::listen(fd, 4) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return -1;
-  port = ntohs(addr.sin_port);
-  return fd;
-}
-
-/// The next connection within 5 s, reads on it bounded to 5 s; -1 for none.
-int accept_within(int listener) {
-  pollfd p{listener, POLLIN, 0};
-  if (::poll(&p, 1, 5000) != 1)
-    return -1;
-  int fd = ::accept(listener, nullptr, nullptr);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
-/// The header of the next frame on `fd` (its key and payload read and
-/// skipped); type acknowledgement with link 0 when none came.
-serialization::frame_header read_frame(int fd) {
-  auto read_exactly = [fd](char* out, size_t n) {
-    while (n > 0) {
-      auto k = ::recv(fd, out, n, 0);
-      if (k <= 0)
-        return false;
-      out += k;
-      n -= static_cast<size_t>(k);
-    }
-    return true;
-  };
-  std::array<char, serialization::frame_header_size> raw{};
-  if (!read_exactly(raw.data(), raw.size()))
-    return serialization::acknowledgement_header(0, 0);
-  auto h = serialization::decode_frame_header(raw.data());
-  std::string rest(h.key_size + h.payload_size, '\0');
-  read_exactly(rest.data(), rest.size());
-  return h;
-}
-
-void write_all(int fd, const std::array<char, serialization::frame_header_size>& bytes) {
-  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
-          == static_cast<ssize_t>(bytes.size()));
-}
-
-} // namespace
 
 TEST_CASE("data plane: a peer that writes a tensor back on our connection is "
           "closed, and what it had not acknowledged goes again on the next") {
