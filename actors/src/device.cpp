@@ -6,6 +6,7 @@
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/replica.hpp"
+#include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_registry.hpp"
@@ -100,19 +101,40 @@ std::string deploy_failure(const std::string& name, const std::string& why) {
 replica_builder_actor::behavior_type
 replica_builder(replica_builder_actor::pointer self, caf::actor home,
                 std::shared_ptr<data_plane> dp, std::string name,
-                std::shared_ptr<const std::atomic<int64_t>> halt_below) {
+                std::shared_ptr<const std::atomic<int64_t>> halt_below,
+                int64_t memory_budget) {
+  // What the replicas built here are predicted to hold, by replica, with
+  // their deployment generation: a deployment is checked against the budget
+  // left by the live replicas of its own generation (older ones are being
+  // replaced or re-configured by the same deployment).
+  struct committed_bytes {
+    int generation;
+    int64_t bytes;
+  };
+  auto committed = std::make_shared<std::map<caf::actor_addr, committed_bytes>>();
+  self->set_down_handler(
+    [committed](const caf::down_msg& dm) { committed->erase(dm.source); });
   return {
     [=](deploy_atom, int64_t id, const std::string& spec_json,
         const std::string& state, const caf::node_id& supervisor_node)
       -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
       try {
         auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
+        // The node's own budget, whatever the deployment says.
+        spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
+        spec.memory_committed = 0;
+        for (const auto& [addr, c] : *committed)
+          if (c.generation == spec.generation)
+            spec.memory_committed += c.bytes;
+        replica_footprint footprint;
         auto r = spawn_replica(self->system(), spec, state,
                                caf::actor_cast<device_actor>(home), dp, halt_below,
-                               supervisor_node);
-        spdlog::info("{}: deployed {} (layers [{}, {}), share {})", name,
+                               supervisor_node, &footprint);
+        committed->emplace(r.address(), committed_bytes{spec.generation, footprint.total()});
+        self->monitor(r);
+        spdlog::info("{}: deployed {} (layers [{}, {}), share {}), predicted {}", name,
                      spec.label, spec.first_layer, spec.end_layer,
-                     spec.shares[spec.replica]);
+                     spec.shares[spec.replica], describe(footprint));
         // On the wire a replica is a plain actor handle; the supervisor
         // casts it back to its typed interface.
         return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(r)};
@@ -137,7 +159,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
   // Linked: it goes when the device goes (user_shutdown, kill).
   self->state.builder = self->spawn<caf::detached + caf::linked>(
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
-    self->state.halt_below);
+    self->state.halt_below, opts.memory_bytes);
   if (dp)
     dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
   detail::drop_unexpected(self, "device " + opts.name);

@@ -6,6 +6,7 @@
 
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "asteroid/training/model_registry.hpp"
@@ -398,7 +399,8 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             const std::string& state, device_actor home,
                             std::shared_ptr<data_plane> dp,
                             std::shared_ptr<const std::atomic<int64_t>> halt_below,
-                            caf::node_id supervisor_node) {
+                            caf::node_id supervisor_node,
+                            replica_footprint* footprint) {
   auto e = std::make_shared<detail::engine>();
   e->spec = spec;
   e->dp = dp;
@@ -406,14 +408,30 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   e->home = home;
   e->supervisor_node = std::move(supervisor_node);
   detail::apply_spec(*e);
-  e->model = training::build_model(spec.model, spec.model_options);
-  if (spec.first_layer < 0 || spec.end_layer > e->model->size()
-      || spec.first_layer >= spec.end_layer)
+  if (spec.first_layer < 0 || spec.first_layer >= spec.end_layer)
+    throw std::invalid_argument("replica spec: layers ["
+                                + std::to_string(spec.first_layer) + ", "
+                                + std::to_string(spec.end_layer)
+                                + ") are not a range of layers");
+  // Only the stage's layers are constructed: a device that hosts the last
+  // layers of a large model never allocates the others.
+  e->model = training::build_model(spec.model, spec.model_options,
+                                   {spec.first_layer, spec.end_layer});
+  if (spec.end_layer > e->model->size())
     throw std::invalid_argument(
       "replica spec: layers [" + std::to_string(spec.first_layer) + ", "
       + std::to_string(spec.end_layer) + ") do not fit model '" + spec.model
       + "' of " + std::to_string(e->model->size()) + " layers");
+  auto predicted = predict_footprint(e->model, spec);
+  check_budget(predicted, spec);
+  if (footprint)
+    *footprint = predicted;
+  e->predicted_bytes = predicted.total();
   e->model->train();
+  for (const auto& t : e->model->parameters())
+    e->model_bytes += static_cast<int64_t>(t.nbytes());
+  for (const auto& t : e->model->buffers())
+    e->model_bytes += static_cast<int64_t>(t.nbytes());
   e->params = e->model->range_parameters(spec.first_layer, spec.end_layer);
   e->has_buffers = e->model->range_state(spec.first_layer, spec.end_layer).size()
                    > e->params.size();

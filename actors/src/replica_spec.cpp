@@ -36,7 +36,9 @@ json to_json(const replica_spec& s) {
               {"recv_timeout_ms", s.recv_timeout_ms},
               {"generation", s.generation},
               {"job", s.job},
-              {"snapshot_every", s.snapshot_every}};
+              {"snapshot_every", s.snapshot_every},
+              {"memory_budget", s.memory_budget},
+              {"memory_committed", s.memory_committed}};
 }
 
 namespace {
@@ -54,7 +56,8 @@ replica_spec read_spec(const json& j) {
                        "micro_batches", "shares", "prev_shares", "next_shares",
                        "stream", "loss", "optimizer", "credit_window",
                        "slowdown", "label", "recv_timeout_ms", "generation",
-                       "job", "snapshot_every", "restore_version"});
+                       "job", "snapshot_every", "restore_version",
+                       "memory_budget", "memory_committed"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -94,6 +97,8 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "generation", s.generation);
   read_optional(j, f, "job", s.job);
   read_optional(j, f, "snapshot_every", s.snapshot_every);
+  read_optional(j, f, "memory_budget", s.memory_budget);
+  read_optional(j, f, "memory_committed", s.memory_committed);
   return s;
 }
 

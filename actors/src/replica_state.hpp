@@ -47,7 +47,14 @@ span overlap(span a, span b);
 /// optimizer, loss, instruction stream, row spans.
 struct engine {
   replica_spec spec;
+  /// Only the stage's layers are built (sequential_model.hpp).
   models::sequential_model model{nullptr};
+  /// Bytes of every tensor the model holds (parameters and buffers), as
+  /// reported each step: what a stage-only model saves is visible there.
+  int64_t model_bytes = 0;
+  /// What the node predicted the replica holds at its peak
+  /// (replica_footprint.hpp), reported each step next to the measured peak.
+  int64_t predicted_bytes = 0;
   std::vector<torch::Tensor> params;
   /// The layers keep buffers (BatchNorm's running statistics): a forward
   /// pass changes them even when no optimizer step follows.

@@ -5,6 +5,7 @@
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "device_clock.hpp"
+#include "process_memory.hpp"
 #include "replica_links.hpp"
 #include "ring_all_reduce.hpp"
 
@@ -271,6 +272,10 @@ void finish_step(replica_self* self) {
                         {"start_us", st.step_start_us},
                         {"loss", st.loss},
                         {"max_unacked", st.max_unacked},
+                        {"model_bytes", e.model_bytes},
+                        {"predicted_bytes", e.predicted_bytes},
+                        {"peak_rss_bytes", resident_peak_bytes()},
+                        {"memory_budget_bytes", e.spec.memory_budget},
                         {"micro_batch_reports", st.progress_sent},
                         {"bytes", st.bytes},
                         {"channels", transports(st)},

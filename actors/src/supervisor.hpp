@@ -116,7 +116,9 @@ public:
   }
 
   ~supervisor() {
-    stop_micro_batches();
+    // Whatever ended the job (a failed first deployment included), no
+    // replica it deployed outlives it on a node.
+    stop_replicas();
     release_nodes();
   }
 

@@ -327,6 +327,10 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"overrun_s", rep.value("overrun_s", 0.0)},
                     {"idle_s", std::max(0.0, wall - rep["busy_s"].get<double>())},
                     {"max_unacked", rep["max_unacked"]},
+                    {"model_bytes", rep.value("model_bytes", int64_t{0})},
+                    {"predicted_bytes", rep.value("predicted_bytes", int64_t{0})},
+                    {"peak_rss_bytes", rep.value("peak_rss_bytes", int64_t{-1})},
+                    {"memory_budget_bytes", rep.value("memory_budget_bytes", int64_t{-1})},
                     {"channels", rep.value("channels", json::object())}});
     if (step < job_.trace_steps)
       for (auto& ev : rep["events"]) {

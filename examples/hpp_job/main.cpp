@@ -18,12 +18,17 @@
 
 using namespace asteroid;
 
-models::sequential_model my_model(const nlohmann::json&) {
-  models::sequential_model m(models::shape_t{1, 8, 8});
-  m->push_back("flatten", torch::nn::AnyModule(torch::nn::Flatten()), {64});
-  m->push_back("hidden", torch::nn::AnyModule(torch::nn::Linear(64, 32)), {32});
-  m->push_back("relu", torch::nn::AnyModule(torch::nn::ReLU()), {32});
-  m->push_back("out", torch::nn::AnyModule(torch::nn::Linear(32, 4)), {4});
+// Built for the layers a process asks for: a device that hosts one stage
+// constructs only that stage's layers (the others are known by name and
+// shape, and their modules are never made); the supervisor asks for all.
+models::sequential_model my_model(const nlohmann::json&,
+                                  const models::layer_range& layers) {
+  namespace nn = torch::nn;
+  models::sequential_model m(models::shape_t{1, 8, 8}, torch::kFloat, layers);
+  m->push_back("flatten", [] { return nn::AnyModule(nn::Flatten()); }, {64});
+  m->push_back("hidden", [] { return nn::AnyModule(nn::Linear(64, 32)); }, {32});
+  m->push_back("relu", [] { return nn::AnyModule(nn::ReLU()); }, {32});
+  m->push_back("out", [] { return nn::AnyModule(nn::Linear(32, 4)); }, {4});
   return m;
 }
 
@@ -79,7 +84,7 @@ int main() {
   job.metrics_path = "-";
 
   torch::manual_seed(1);
-  auto result = actors::run_job(sys, job, devices, my_model({}), train, nullptr);
+  auto result = actors::run_job(sys, job, devices, my_model({}, {}), train, nullptr);
   auto first = result.iterations.front()["loss"].get<double>();
   std::printf("%lld steps, loss %.4f -> %.4f, %.0f samples/s\n",
               static_cast<long long>(result.steps), first, result.last_loss,

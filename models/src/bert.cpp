@@ -85,15 +85,23 @@ sequential_model make_bert(const std::string& name, bert_preset p,
                                             + " does not divide hidden_dim "
                                             + std::to_string(hidden));
 
-  sequential_model model(shape_t{seq}, torch::kLong);
+  sequential_model model(shape_t{seq}, torch::kLong, o.build_layers());
   model->push_back("embeddings",
-                   nn::AnyModule(bert_embeddings(vocab, max_positions, hidden, dropout)),
+                   [&] {
+                     return nn::AnyModule(
+                       bert_embeddings(vocab, max_positions, hidden, dropout));
+                   },
                    {seq, hidden});
   for (int64_t i = 0; i < layers; ++i)
     model->push_back("encoder" + std::to_string(i),
-                     nn::AnyModule(bert_layer(hidden, heads, inter, dropout)),
+                     [&] {
+                       return nn::AnyModule(bert_layer(hidden, heads, inter, dropout));
+                     },
                      {seq, hidden});
-  model->push_back("head", nn::AnyModule(bert_head(hidden, o.num_classes(), dropout)),
+  model->push_back("head",
+                   [&] {
+                     return nn::AnyModule(bert_head(hidden, o.num_classes(), dropout));
+                   },
                    {o.num_classes()});
 
   // BERT's initialisation: N(0, 0.02) weights, zero biases, unit LayerNorm.

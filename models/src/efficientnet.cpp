@@ -87,13 +87,16 @@ sequential_model make_efficientnet_b1(const model_options& o) {
   for (const auto& st : setting)
     total_blocks += reps(st.layers);
 
-  sequential_model model(shape_t{channels, size, size});
+  sequential_model model(shape_t{channels, size, size}, torch::kFloat,
+                         o.build_layers());
   int64_t stem_out = ch(setting[0].in);
   int64_t stem_stride = cifar ? 1 : 2;
   int64_t hw = detail::conv_out(size, 3, stem_stride, 1);
   model->push_back("stem",
-                   nn::AnyModule(conv_bn_act(channels, stem_out, 3, stem_stride,
-                                             1, activation::silu)),
+                   [&] {
+                     return nn::AnyModule(conv_bn_act(channels, stem_out, 3,
+                                                      stem_stride, 1, activation::silu));
+                   },
                    {stem_out, hw, hw});
   int64_t block_id = 0;
   int64_t in = stem_out;
@@ -106,7 +109,10 @@ sequential_model make_efficientnet_b1(const model_options& o) {
       double p = sd * static_cast<double>(block_id) / static_cast<double>(total_blocks);
       hw = detail::conv_out(hw, st.kernel, stride, (st.kernel - 1) / 2);
       model->push_back("stage" + std::to_string(s + 1) + "_" + std::to_string(i),
-                       nn::AnyModule(mbconv(in, out, st.kernel, stride, st.expand, p)),
+                       [&] {
+                         return nn::AnyModule(
+                           mbconv(in, out, st.kernel, stride, st.expand, p));
+                       },
                        {out, hw, hw});
       in = out;
       ++block_id;
@@ -114,16 +120,23 @@ sequential_model make_efficientnet_b1(const model_options& o) {
   }
   int64_t last = 4 * in;
   model->push_back("last_conv",
-                   nn::AnyModule(conv_bn_act(in, last, 1, 1, 1, activation::silu)),
+                   [&] {
+                     return nn::AnyModule(
+                       conv_bn_act(in, last, 1, 1, 1, activation::silu));
+                   },
                    {last, hw, hw});
   model->push_back("head",
-                   nn::AnyModule(detail::pooled_classifier(last, o.num_classes(),
-                                                           dropout)),
+                   [&] {
+                     return nn::AnyModule(
+                       detail::pooled_classifier(last, o.num_classes(), dropout));
+                   },
                    {o.num_classes()});
   detail::init_conv_bn(*model);
   // torchvision: classifier weights U(-1/sqrt(classes), 1/sqrt(classes)).
   torch::NoGradGuard no_grad;
-  for (auto& m : model->layer_module(static_cast<int>(model->size()) - 1)->modules()) {
+  const int head = static_cast<int>(model->size()) - 1;
+  for (auto& m : model->is_built(head) ? model->layer_module(head)->modules()
+                                       : std::vector<std::shared_ptr<nn::Module>>{}) {
     if (auto* fc = m->as<nn::Linear>()) {
       double r = 1.0 / std::sqrt(static_cast<double>(o.num_classes()));
       fc->weight.uniform_(-r, r);

@@ -51,14 +51,17 @@ sequential_model make_mobilenet_v2(const model_options& o) {
                                 {6, 160, 3, 2},
                                 {6, 320, 1, 1}}};
 
-  sequential_model model(shape_t{channels, size, size});
+  sequential_model model(shape_t{channels, size, size}, torch::kFloat,
+                         o.build_layers());
   int64_t in = detail::make_divisible(32 * w);
   int64_t last = detail::make_divisible(1280 * std::max(1.0, w));
   int64_t stem_stride = cifar ? 1 : 2;
   int64_t hw = detail::conv_out(size, 3, stem_stride, 1);
   model->push_back("stem",
-                   nn::AnyModule(conv_bn_act(channels, in, 3, stem_stride, 1,
-                                             activation::relu6)),
+                   [&] {
+                     return nn::AnyModule(conv_bn_act(channels, in, 3, stem_stride,
+                                                      1, activation::relu6));
+                   },
                    {in, hw, hw});
   int block = 1;
   for (const auto& st : setting) {
@@ -67,22 +70,31 @@ sequential_model make_mobilenet_v2(const model_options& o) {
       int64_t stride = i == 0 ? st.s : 1;
       hw = detail::conv_out(hw, 3, stride, 1);
       model->push_back("block" + std::to_string(block++),
-                       nn::AnyModule(inverted_residual(in, out, stride, st.t)),
+                       [&] {
+                         return nn::AnyModule(inverted_residual(in, out, stride, st.t));
+                       },
                        {out, hw, hw});
       in = out;
     }
   }
   model->push_back("last_conv",
-                   nn::AnyModule(conv_bn_act(in, last, 1, 1, 1, activation::relu6)),
+                   [&] {
+                     return nn::AnyModule(
+                       conv_bn_act(in, last, 1, 1, 1, activation::relu6));
+                   },
                    {last, hw, hw});
   model->push_back("head",
-                   nn::AnyModule(detail::pooled_classifier(last, o.num_classes(),
-                                                           dropout)),
+                   [&] {
+                     return nn::AnyModule(
+                       detail::pooled_classifier(last, o.num_classes(), dropout));
+                   },
                    {o.num_classes()});
   detail::init_conv_bn(*model);
   // torchvision initialises the classifier with N(0, 0.01) and zero bias.
   torch::NoGradGuard no_grad;
-  for (auto& m : model->layer_module(static_cast<int>(model->size()) - 1)->modules()) {
+  const int head = static_cast<int>(model->size()) - 1;
+  for (auto& m : model->is_built(head) ? model->layer_module(head)->modules()
+                                       : std::vector<std::shared_ptr<nn::Module>>{}) {
     if (auto* fc = m->as<nn::Linear>()) {
       fc->weight.normal_(0, 0.01);
       fc->bias.zero_();

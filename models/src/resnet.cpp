@@ -74,7 +74,8 @@ sequential_model make_resnet(const std::string& name,
   detail::check_width(name, o);
   int64_t channels = detail::or_default(name, "in_channels", o.in_channels(), 3);
   int64_t size = detail::or_default(name, "image_size", o.image_size(), 32);
-  sequential_model model(shape_t{channels, size, size});
+  sequential_model model(shape_t{channels, size, size}, torch::kFloat,
+                         o.build_layers());
   auto width = [&](int64_t c) {
     return std::max<int64_t>(1, std::lround(c * o.width_mult()));
   };
@@ -82,17 +83,21 @@ sequential_model make_resnet(const std::string& name,
   int64_t hw = size;
   if (detail::use_cifar_stem(o, size)) {
     model->push_back("stem",
-                     nn::AnyModule(chain(conv(channels, in, 3, 1),
-                                                  nn::BatchNorm2d(in), nn::ReLU())),
+                     [&] {
+                       return nn::AnyModule(chain(conv(channels, in, 3, 1),
+                                                  nn::BatchNorm2d(in), nn::ReLU()));
+                     },
                      {in, hw, hw});
   } else {
     hw = detail::conv_out(hw, 7, 2, 3);
     hw = detail::conv_out(hw, 3, 2, 1);
     model->push_back(
       "stem",
-      nn::AnyModule(chain(
-        conv(channels, in, 7, 2), nn::BatchNorm2d(in), nn::ReLU(),
-        nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)))),
+      [&] {
+        return nn::AnyModule(chain(
+          conv(channels, in, 7, 2), nn::BatchNorm2d(in), nn::ReLU(),
+          nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1))));
+      },
       {in, hw, hw});
   }
   for (int stage = 0; stage < 4; ++stage) {
@@ -102,14 +107,16 @@ sequential_model make_resnet(const std::string& name,
       hw = detail::conv_out(hw, 3, stride, 1);
       model->push_back("layer" + std::to_string(stage + 1) + "_"
                          + std::to_string(b),
-                       nn::AnyModule(Block(in, planes, stride)),
+                       [&] { return nn::AnyModule(Block(in, planes, stride)); },
                        {planes * Block::Impl::expansion, hw, hw});
       in = planes * Block::Impl::expansion;
     }
   }
   model->push_back("head",
-                   nn::AnyModule(detail::pooled_classifier(in, o.num_classes(),
-                                                           0.0)),
+                   [&] {
+                     return nn::AnyModule(
+                       detail::pooled_classifier(in, o.num_classes(), 0.0));
+                   },
                    {o.num_classes()});
   detail::init_conv_bn(*model);
   return model;

@@ -38,26 +38,56 @@ private:
 } // namespace
 
 sequential_model_impl::sequential_model_impl(shape_t input_shape,
-                                             torch::Dtype input_dtype)
-  : input_shape_(std::move(input_shape)), input_dtype_(input_dtype) {
+                                             torch::Dtype input_dtype,
+                                             layer_range built)
+  : input_shape_(std::move(input_shape)), input_dtype_(input_dtype),
+    built_(built) {
+  if (built_.first < 0 || (built_.end >= 0 && built_.end <= built_.first))
+    throw std::invalid_argument("sequential_model: built layers "
+                                + models::to_string(built_)
+                                + " are not a non-empty range");
+}
+
+bool sequential_model_impl::is_built(int i) const {
+  return !at(i).module.is_empty();
 }
 
 void sequential_model_impl::push_back(std::string name,
                                       torch::nn::AnyModule module,
                                       shape_t out_shape) {
+  if (module.is_empty())
+    throw std::invalid_argument("sequential_model: layer '" + name
+                                + "' has no module");
+  if (!built_.contains(static_cast<int>(size())))
+    module = {};
+  append(std::move(name), std::move(module), std::move(out_shape));
+}
+
+void sequential_model_impl::push_back(std::string name, const layer_factory& make,
+                                      shape_t out_shape) {
+  torch::nn::AnyModule module;
+  if (built_.contains(static_cast<int>(size()))) {
+    module = make();
+    if (module.is_empty())
+      throw std::invalid_argument("sequential_model: layer '" + name
+                                  + "' has no module");
+  }
+  append(std::move(name), std::move(module), std::move(out_shape));
+}
+
+void sequential_model_impl::append(std::string name, torch::nn::AnyModule module,
+                                   shape_t out_shape) {
   if (name.empty())
     throw std::invalid_argument("sequential_model: layer name is empty");
   if (name.find('.') != std::string::npos)
     throw std::invalid_argument("sequential_model: layer name '" + name
                                 + "' contains '.'");
-  if (module.is_empty())
-    throw std::invalid_argument("sequential_model: layer '" + name
-                                + "' has no module");
   for (const auto& l : layers_)
     if (l.name == name)
       throw std::invalid_argument("sequential_model: duplicate layer name '"
                                   + name + "'");
-  register_module(name, module.ptr());
+  if (!module.is_empty())
+    register_module(name, module.ptr());
   shape_t in_shape = output_shape();
   layers_.push_back(
     layer{std::move(name), std::move(module), std::move(in_shape), std::move(out_shape)});
@@ -134,6 +164,7 @@ const layer& sequential_model_impl::at(int i) const {
 
 std::shared_ptr<torch::nn::Module>
 sequential_model_impl::layer_module(int i) const {
+  resolve_range(i, i + 1, "layer_module");
   return at(i).module.ptr();
 }
 
@@ -147,6 +178,13 @@ int sequential_model_impl::resolve_range(int first, int end,
                             + ": bad layer range [" + std::to_string(first)
                             + ", " + std::to_string(end) + ") for a model of "
                             + std::to_string(n) + " layers");
+  for (int i = first; i < end; ++i)
+    if (layers_[static_cast<size_t>(i)].module.is_empty())
+      throw std::logic_error(std::string("sequential_model::") + what
+                             + ": layer '" + layers_[static_cast<size_t>(i)].name
+                             + "' (" + std::to_string(i)
+                             + ") is not built here: this model builds layers "
+                             + models::to_string(built_));
   return end;
 }
 
@@ -237,6 +275,7 @@ int64_t sequential_model_impl::parameter_count(int first, int end) const {
 }
 
 void sequential_model_impl::check_shapes(int64_t batch) {
+  resolve_range(0, -1, "check_shapes");
   train_mode_guard guard(*this);
   eval();
   torch::NoGradGuard no_grad;
@@ -263,14 +302,25 @@ void sequential_model_impl::check_shapes(int64_t batch) {
 }
 
 void sequential_model_impl::pretty_print(std::ostream& stream) const {
+  int64_t total = 0;
+  for (const auto& p : parameters())
+    total += p.numel();
   stream << "asteroid::models::sequential_model(input=" << to_string(input_shape_)
-         << ", " << size() << " layers, " << parameter_count() << " parameters)";
+         << ", " << size() << " layers, " << total << " parameters";
+  if (!built_.whole())
+    stream << " in the layers it builds, " << models::to_string(built_);
+  stream << ")";
   for (const auto& l : layers_) {
+    stream << "\n  " << l.name << ": " << to_string(l.input_shape) << " -> "
+           << to_string(l.output_shape) << ", ";
+    if (l.module.is_empty()) {
+      stream << "not built";
+      continue;
+    }
     int64_t n = 0;
     for (const auto& p : l.module.ptr()->parameters())
       n += p.numel();
-    stream << "\n  " << l.name << ": " << to_string(l.input_shape) << " -> "
-           << to_string(l.output_shape) << ", " << n << " parameters";
+    stream << n << " parameters";
   }
 }
 

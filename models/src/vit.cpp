@@ -107,18 +107,24 @@ sequential_model build_vit(const std::string& name, vit_preset p,
                                             + std::to_string(hidden));
   int64_t tokens = (size / patch) * (size / patch) + 1;
 
-  sequential_model model(shape_t{channels, size, size});
+  sequential_model model(shape_t{channels, size, size}, torch::kFloat,
+                         o.build_layers());
   model->push_back("patch_embedding",
-                   nn::AnyModule(vit_patch_embedding(channels, size, patch, hidden,
-                                                     dropout)),
+                   [&] {
+                     return nn::AnyModule(
+                       vit_patch_embedding(channels, size, patch, hidden, dropout));
+                   },
                    {tokens, hidden});
   for (int64_t i = 0; i < layers; ++i)
     model->push_back("encoder" + std::to_string(i),
-                     nn::AnyModule(vit_block(hidden, heads, mlp_dim, dropout)),
+                     [&] {
+                       return nn::AnyModule(vit_block(hidden, heads, mlp_dim, dropout));
+                     },
                      {tokens, hidden});
   // torchvision zero-initialises this classifier (for fine-tuning); the
   // default init is kept so that a freshly built model's logits carry signal.
-  model->push_back("head", nn::AnyModule(vit_head(hidden, o.num_classes())),
+  model->push_back("head",
+                   [&] { return nn::AnyModule(vit_head(hidden, o.num_classes())); },
                    {o.num_classes()});
   return model;
 }

@@ -453,6 +453,21 @@ TEST_CASE("multi-process equivalence: cnn over 3 node processes") {
       ++links;
     }
   CHECK(links >= 3 * 2);
+  // Each replica built only its stage's layers: the tensors its model holds
+  // are exactly those of its range (about a third and two thirds of the cnn,
+  // whose fc1 dominates), not the whole model's.
+  auto bytes_of = [&](int first, int end) {
+    int64_t n = 0;
+    for (auto& [name, t] : r.model->range_state(first, end))
+      n += static_cast<int64_t>(t.nbytes());
+    return n;
+  };
+  for (auto& rep : r.iterations.back()["replicas"]) {
+    INFO(rep.dump());
+    CHECK(rep["model_bytes"].get<int64_t>()
+          == (rep["stage"] == 0 ? bytes_of(0, 2) : bytes_of(2, 4)));
+  }
+  CHECK(bytes_of(0, 2) < bytes_of(0, 4) / 10);
   std::printf("[equivalence cnn 3 processes, CAF only] max abs diff %.3g\n", diff);
 }
 

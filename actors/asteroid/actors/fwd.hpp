@@ -26,6 +26,7 @@ class snapshot_store;
 
 // -- replicas (replica_spec.hpp, replica.hpp) --
 struct replica_spec;
+struct replica_footprint;
 
 // -- stages (stage_deployment.hpp, stage.hpp) --
 struct stage_member;

@@ -29,10 +29,17 @@ namespace asteroid::actors {
 /// re-configurations, state reads, slowdowns, stops) only from that process
 /// and its own, and credits also from its peers' processes; without, from
 /// anyone.
+///
+/// Only the stage's layers are built. A replica whose predicted footprint
+/// (replica_footprint.hpp), with `spec.memory_committed`, exceeds
+/// `spec.memory_budget` is refused (std::invalid_argument naming the stage,
+/// the bytes and the budget) before its state is decoded; `footprint`, when
+/// given, receives the prediction.
 replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             const std::string& state, device_actor home = {},
                             std::shared_ptr<data_plane> dp = {},
                             std::shared_ptr<const std::atomic<int64_t>> halt_below = {},
-                            caf::node_id supervisor_node = {});
+                            caf::node_id supervisor_node = {},
+                            replica_footprint* footprint = nullptr);
 
 } // namespace asteroid::actors

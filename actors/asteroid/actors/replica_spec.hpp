@@ -53,6 +53,12 @@ struct replica_spec {
   /// is a multiple of this, to the home device and to the backup device
   /// (`peer_backup`); 0: never.
   int64_t snapshot_every = 0;
+  /// The node's memory budget in bytes (< 0: none). Set by the device that
+  /// builds the replica from its own budget, whatever the supervisor sent.
+  int64_t memory_budget = -1;
+  /// Bytes already predicted for the node's other replicas of the same
+  /// deployment generation (set by the device's builder).
+  int64_t memory_committed = 0;
 };
 
 nlohmann::json to_json(const replica_spec& spec);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "asteroid/models/layer_range.hpp"
+
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -56,6 +58,11 @@ struct model_options {
   TORCH_ARG(int64_t, mlp_dim) = 0;
   /// ViT patch size; 0: preset value (16).
   TORCH_ARG(int64_t, patch_size) = 0;
+  /// The layers to construct: the others are recorded by name and shape
+  /// only (a stage-only model, as a pipeline replica needs), so their
+  /// parameters are never allocated or initialised. Not a JSON option: a
+  /// process sets it for the stage it hosts. Default: every layer.
+  TORCH_ARG(layer_range, build_layers) = layer_range{};
 };
 
 } // namespace asteroid::models

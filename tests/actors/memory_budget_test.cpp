@@ -1,0 +1,94 @@
+// A node predicts what each replica it builds will hold and refuses a
+// deployment that does not fit its memory budget; replicas report the
+// prediction next to the measured peak.
+#include "asteroid/actors/replica_footprint.hpp"
+#include "asteroid/training/model_registry.hpp"
+#include "job_test_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace asteroid;
+using namespace asteroid::test;
+using planner::instruction;
+using planner::op;
+
+TEST_CASE("replica footprint: weights, gradients, momentum, stashed activations "
+          "and link buffers from the stage's shapes", "[memory]") {
+  // cnn: conv1, conv2, fc1 (3136 -> 128), classifier (128 -> 10); the last
+  // stage, replica 0 with 5 rows of every micro-batch, two micro-batches
+  // between forward and backward at once.
+  actors::replica_spec spec;
+  spec.model = "cnn";
+  spec.stage = 1;
+  spec.num_stages = 2;
+  spec.replica = 0;
+  spec.first_layer = 2;
+  spec.end_layer = 4;
+  spec.shares = {5, 3};
+  spec.stream = {{op::recv_activation, 0, 0}, {op::forward, 0, -1},
+                 {op::recv_activation, 1, 0}, {op::forward, 1, -1},
+                 {op::backward, 0, -1},       {op::send_grad, 0, 0},
+                 {op::backward, 1, -1},       {op::send_grad, 1, 0},
+                 {op::all_reduce, -1, -1},    {op::optimizer_step, -1, -1}};
+  auto stage = training::build_model("cnn", nlohmann::json::object(), {2, 4});
+  auto f = actors::predict_footprint(stage, spec);
+  const int64_t params = 4 * ((3136 * 128 + 128) + (128 * 10 + 10));
+  CHECK(f.weights == params);
+  CHECK(f.gradients == params);
+  CHECK(f.optimizer == params); // SGD with momentum 0.9 by default
+  CHECK(f.in_flight == 2);
+  const int64_t input = 3136 * 4, outputs = (128 + 10) * 4;
+  CHECK(f.activations == 2 * 5 * (input + outputs));
+  // The last stage sends gradients back, no activations on.
+  CHECK(f.link_buffers == 2 * 5 * input);
+  CHECK(f.total() == 3 * params + f.activations + f.link_buffers);
+  spec.optimizer.kind = training::optimizer_kind::adam;
+  CHECK(actors::predict_footprint(stage, spec).optimizer == 2 * params);
+  spec.optimizer.kind = training::optimizer_kind::sgd;
+  spec.optimizer.momentum = 0;
+  CHECK(actors::predict_footprint(stage, spec).optimizer == 0);
+
+  spec.memory_budget = f.total() + 1000;
+  CHECK_NOTHROW(actors::check_budget(f, spec));
+  spec.memory_committed = 2000;
+  CHECK_THROWS_WITH(actors::check_budget(f, spec),
+                    Catch::Contains("stage 1 (layers [2, 4), replica 0")
+                      && Catch::Contains("is predicted to need")
+                      && Catch::Contains("for this node's other replicas")
+                      && Catch::Contains("but the node's memory budget is"));
+}
+
+TEST_CASE("a device refuses a replica that does not fit its memory budget, "
+          "naming itself, the stage, the prediction and the budget", "[memory]") {
+  auto train = synthetic(16 * 4);
+  // cnn's fc1 alone is 1.6 MB of weights (4.8 MB with gradients and
+  // momentum): dev1, with a 2 MiB budget, cannot host stage 1.
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                              {2, 4, {1}, {8}}}));
+  job.max_steps = 2;
+  in_process tight{2, 1.0, {int64_t{1} << 30, int64_t{2} << 20}};
+  std::string error;
+  try {
+    actors::run_job(*tight.sys, job, tight.devices, fresh_model("cnn", job.seed),
+                    train, nullptr);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Catch::Contains("deploy on dev1")
+                      && Catch::Contains("stage 1 (layers [2, 4)")
+                      && Catch::Contains("is predicted to need")
+                      && Catch::Contains("memory budget is 2.0 MiB"));
+
+  // With room, every replica reports its prediction, the process's
+  // measured peak and the budget.
+  in_process roomy{2, 1.0, {int64_t{1} << 30, int64_t{1} << 30}};
+  auto r = actors::run_job(*roomy.sys, job, roomy.devices,
+                           fresh_model("cnn", job.seed), train, nullptr);
+  REQUIRE(r.steps == 2);
+  for (auto& rep : r.iterations.back()["replicas"]) {
+    INFO(rep.dump());
+    CHECK(rep["predicted_bytes"].get<int64_t>() > rep["model_bytes"].get<int64_t>());
+    CHECK(rep["peak_rss_bytes"].get<int64_t>() > 0);
+    CHECK(rep["memory_budget_bytes"] == int64_t{1} << 30);
+  }
+}
