@@ -130,4 +130,8 @@ sequential_model make_bert_tiny(const model_options& o) {
   return make_bert("bert_tiny", {2, 128, 2, 512}, o);
 }
 
+sequential_model make_bert_base(const model_options& o) {
+  return make_bert("bert_base", {12, 768, 12, 3072}, o);
+}
+
 } // namespace asteroid::models

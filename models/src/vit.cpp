@@ -139,4 +139,8 @@ sequential_model make_vit_tiny(const model_options& o) {
   return build_vit("vit_tiny", {16, 192, 12, 3, 768}, o);
 }
 
+sequential_model make_vit_large(const model_options& o) {
+  return build_vit("vit_large", {16, 1024, 24, 16, 4096}, o);
+}
+
 } // namespace asteroid::models

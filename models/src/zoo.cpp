@@ -27,8 +27,10 @@ const std::vector<std::pair<std::string, builder>>& registry() {
     {"efficientnet_b1", &make_efficientnet_b1},
     {"bert_small", &make_bert_small},
     {"bert_tiny", &make_bert_tiny},
+    {"bert_base", &make_bert_base},
     {"vit", &make_vit},
     {"vit_tiny", &make_vit_tiny},
+    {"vit_large", &make_vit_large},
   };
   return entries;
 }

@@ -105,3 +105,28 @@ TEST_CASE("models: ViT parameter counts", "[models][params]") {
   CHECK(make_model("vit_tiny", model_options().num_classes(1000))->parameter_count()
         == 5'717'416);
 }
+
+namespace {
+
+/// Parameters of every layer of `name`, built one layer at a time (a
+/// stage-only model per layer), so a large model is never held whole.
+int64_t count_layer_by_layer(const std::string& name, const model_options& o) {
+  auto n = static_cast<int>(make_model(name, model_options(o).build_layers({0, 1}))->size());
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i)
+    total += make_model(name, model_options(o).build_layers({i, i + 1}))
+               ->parameter_count(i, i + 1);
+  return total;
+}
+
+} // namespace
+
+TEST_CASE("models: ViT-L/16 and BERT-Base parameter counts", "[models][params]") {
+  // torchvision vit_l_16 IMAGENET1K_V1: 304,326,632 parameters.
+  CHECK(count_layer_by_layer("vit_large", model_options().num_classes(1000))
+        == 304'326'632);
+  // HuggingFace bert-base-uncased BertModel (with pooler): 109,482,240; the
+  // derivation of the BERT test above with H=768, I=3072, L=12 gives it.
+  CHECK(count_layer_by_layer("bert_base", model_options().num_classes(2))
+        == 109'482'240 + 768 * 2 + 2);
+}

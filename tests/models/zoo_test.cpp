@@ -8,7 +8,8 @@ TEST_CASE("models: model_names lists every zoo model", "[models][zoo]") {
   std::vector<std::string> expected{"mlp",          "cnn",        "cnn_bn",
                                     "mobilenet_v2", "resnet18",   "resnet50",
                                     "efficientnet_b1", "bert_small", "bert_tiny",
-                                    "vit",          "vit_tiny"};
+                                    "bert_base",    "vit",        "vit_tiny",
+                                    "vit_large"};
   CHECK(model_names() == expected);
 }
 

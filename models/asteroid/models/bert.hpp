@@ -64,4 +64,8 @@ sequential_model make_bert_small(const model_options& options);
 /// BERT-Tiny preset: 2 layers, hidden 128, 2 heads, intermediate 512.
 sequential_model make_bert_tiny(const model_options& options);
 
+/// BERT-Base preset (Devlin et al. 2019): 12 layers, hidden 768, 12 heads,
+/// intermediate 3072; 109,482,240 parameters before the classifier.
+sequential_model make_bert_base(const model_options& options);
+
 } // namespace asteroid::models

@@ -61,4 +61,8 @@ sequential_model make_vit(const model_options& options);
 /// ViT-Ti/16 preset (hidden 192, 12 layers, 3 heads, MLP 768; as DeiT-Ti).
 sequential_model make_vit_tiny(const model_options& options);
 
+/// ViT-L/16 preset (hidden 1024, 24 layers, 16 heads, MLP 4096; 304,326,632
+/// parameters with 1000 classes, as torchvision's vit_l_16).
+sequential_model make_vit_large(const model_options& options);
+
 } // namespace asteroid::models

@@ -20,8 +20,10 @@ namespace asteroid::models {
 /// | efficientnet_b1 | 3x32x32       | 7,794,184 params                  |
 /// | bert_small      | int64 [128]   | 4 layers, hidden 512, 8 heads     |
 /// | bert_tiny       | int64 [128]   | 2 layers, hidden 128, 2 heads     |
+/// | bert_base       | int64 [128]   | BERT-Base: 109,482,240 + head     |
 /// | vit             | 3x224x224     | ViT-B/16: 86,567,656 params       |
 /// | vit_tiny        | 3x224x224     | ViT-Ti/16: 5,717,416 params       |
+/// | vit_large       | 3x224x224     | ViT-L/16: 304,326,632 params      |
 ///
 /// Initialisation draws from LibTorch's global generator only, so it is
 /// deterministic after `torch::manual_seed` (or with `options.seed(s)`).
