@@ -8,9 +8,13 @@
 //   planner_bench --agreement [N]  analytic round latency vs the simulated
 //                             1F1B round of every planner's plan on A-D, and
 //                             on N random pipelines (default 4000)
-//   planner_bench [gbench flags]  planning time, ResNet-50, 16 and 32 devices
+//   planner_bench --inference  ViT-L/16 inference pipelines (EdgePipe's DP)
+//                             on 1-16 devices: predicted samples/s against
+//                             the baselines, and planning time
+//   planner_bench [gbench flags]  planning time, ResNet-50, 16 and 32 devices,
+//                             and ViT-L/16 inference on 16 devices
 //
-// With no flag it runs all four. All numbers are predictions of the cost
+// With no flag it runs all five. All numbers are predictions of the cost
 // model on ANALYTIC profiles (see docs/planner.md), not measured training.
 
 #include <benchmark/benchmark.h>
@@ -34,6 +38,7 @@
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/exhaustive_planner.hpp"
+#include "asteroid/planner/inference_planner.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/planner/schedule.hpp"
@@ -66,6 +71,70 @@ void bm_plan_resnet50(benchmark::State& state) {
   state.counters["layers"] = prof.num_layers();
 }
 BENCHMARK(bm_plan_resnet50)->Arg(16)->Arg(32)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void bm_plan_inference_vit_large(benchmark::State& state) {
+  auto prof = analytic_profile("vit-large");
+  auto c = big_cluster(static_cast<int>(state.range(0)));
+  inference_options o;
+  double sps = 0;
+  for (auto _ : state) {
+    auto p = plan_inference(prof, c, o);
+    sps = p.samples_per_s;
+    benchmark::DoNotOptimize(p);
+  }
+  state.counters["samples_per_s"] = sps;
+  state.counters["layers"] = prof.num_layers();
+}
+BENCHMARK(bm_plan_inference_vit_large)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// ViT-L/16 inference on the first n devices of big_cluster (the types
+// repeat nx, tx2, nano, nano), micro-batch 8: every planner's prediction.
+void print_inference_table() {
+  auto prof = analytic_profile("vit-large");
+  inference_options o;
+  std::printf("ViT-L/16 inference, micro-batch %lld, 1 Gbit/s links, analytic profile "
+              "(predictions of the inference cost model, not measurements)\n",
+              static_cast<long long>(o.micro_batch));
+  std::printf("%8s %14s %10s %14s %14s %12s %12s\n", "devices", "edgepipe s/s", "stages",
+              "straight s/s", "on-device s/s", "speedup", "plan ms");
+  for (int n : {1, 2, 4, 8, 16}) {
+    auto c = big_cluster(n);
+    auto t0 = std::chrono::steady_clock::now();
+    std::string best_sps = "-", stages = "-";
+    double best = 0.0;
+    try {
+      auto p = plan_inference(prof, c, o);
+      best = p.samples_per_s;
+      best_sps = std::to_string(p.samples_per_s).substr(0, 8);
+      stages = std::to_string(p.num_stages());
+    } catch (const planner_error&) {
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count();
+    auto straight = plan_inference_straight(prof, c, o);
+    std::string straight_sps = inference_fits_memory(straight, c)
+                                 ? std::to_string(straight.samples_per_s).substr(0, 8)
+                                 : "no fit";
+    // Speedup over the fastest device of the whole 16-device cluster that
+    // holds the model by itself.
+    double alone = 0.0;
+    try {
+      alone = plan_inference_on_device(prof, big_cluster(16), o).samples_per_s;
+    } catch (const planner_error&) {
+    }
+    std::string on_device = "no fit";
+    try {
+      on_device = std::to_string(plan_inference_on_device(prof, c, o).samples_per_s).substr(0, 8);
+    } catch (const planner_error&) {
+    }
+    std::printf("%8d %14s %10s %14s %14s %12s %12.2f\n", n, best_sps.c_str(), stages.c_str(),
+                straight_sps.c_str(), on_device.c_str(),
+                alone > 0 && best > 0 ? (std::to_string(best / alone).substr(0, 5) + "x").c_str()
+                                      : "-",
+                ms);
+  }
+  std::printf("\n");
+}
 
 void print_table() {
   const std::vector<std::string> baselines = {"on-device", "dp-even",  "dp-proportional", "pp",
@@ -350,7 +419,7 @@ void random_stats(int n, const asteroid_options& options, const char* label) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool table = false, random = false, timing = false, agreement = false;
+  bool table = false, random = false, timing = false, agreement = false, inference = false;
   int agreement_n = 4000;
   int random_n = 1000;
   std::vector<char*> rest = {argv[0]};
@@ -361,6 +430,8 @@ int main(int argc, char** argv) {
       agreement = true;
       if (i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
         agreement_n = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--inference") == 0) {
+      inference = true;
     } else if (std::strcmp(argv[i], "--random") == 0 && i + 1 < argc) {
       random = true;
       random_n = std::atoi(argv[++i]);
@@ -369,10 +440,12 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  if (!table && !random && !timing && !agreement)
-    table = random = timing = agreement = true;
+  if (!table && !random && !timing && !agreement && !inference)
+    table = random = timing = agreement = inference = true;
   if (table)
     print_table();
+  if (inference)
+    print_inference_table();
   if (agreement) {
     print_agreement_table();
     print_agreement_sweep(agreement_n);

@@ -250,6 +250,45 @@ model_def bert_small() {
   return m;
 }
 
+// --- ViT-L/16 at 224x224, 1000 classes; transformer sub-layers as units
+// (attention and MLP of every encoder block), as EdgePipe partitions it ---
+model_def vit_large() {
+  const int64_t S = 197, H = 1024, A = 16, F = 4096, P = 16, C = 1000;
+  model_def m;
+  m.input_bytes = 3 * 224 * 224 * f32;
+  m.optimizer_factor = 2.0; // Adam, as it is trained
+  block emb{"patch_embedding"};
+  emb.op(2.0 * (S - 1) * H * 3 * P * P, 3 * P * P * H + H, (S - 1) * H); // 16x16/16 conv
+  emb.op(static_cast<double>(S * H), H + S * H, S * H, 2); // class token, positions
+  m.blocks.push_back(emb);
+  for (int l = 0; l < 24; ++l) {
+    block at{"encoder" + std::to_string(l) + ".attention"};
+    at.op(8.0 * S * H, 2 * H, S * H);                                // layer norm
+    at.op(2.0 * 3 * S * H * H, 3 * (H * H + H), 3 * S * H, 3);      // Q, K, V
+    at.op(2.0 * A * S * S * (H / A), 0, A * S * S);                  // scores
+    at.op(5.0 * A * S * S, 0, A * S * S);                            // softmax
+    at.op(2.0 * A * S * S * (H / A), 0, S * H);                      // context
+    at.op(2.0 * S * H * H, H * H + H, S * H);                        // output projection
+    at.op(1.0 * S * H, 0, S * H);                                    // residual
+    m.blocks.push_back(at);
+    block ff{"encoder" + std::to_string(l) + ".mlp"};
+    ff.op(8.0 * S * H, 2 * H, S * H);                                // layer norm
+    ff.op(2.0 * S * H * F, H * F + F, S * F);                        // up projection
+    ff.op(8.0 * S * F, 0, S * F);                                    // GELU
+    ff.op(2.0 * S * F * H, F * H + H, S * H);                        // down projection
+    ff.op(1.0 * S * H, 0, S * H);                                    // residual
+    m.blocks.push_back(ff);
+  }
+  block head{"head"};
+  head.op(8.0 * S * H, 2 * H, S * H); // final layer norm
+  head.op(2.0 * H * C, H * C + C, C); // classifier on the class token
+  m.blocks.push_back(head);
+  // ASSUMPTION: no ViT time in the paper; its dense GEMMs get ResNet-50's
+  // effective FLOP rate, as BERT's do.
+  m.target_s_per_sample = 0.0;
+  return m;
+}
+
 model_def definition(const std::string& model) {
   if (model == "mobilenetv2")
     return mobilenetv2();
@@ -259,9 +298,12 @@ model_def definition(const std::string& model) {
     return resnet50();
   if (model == "bert-small")
     return bert_small();
+  if (model == "vit-large")
+    return vit_large();
   std::string known;
   for (const auto& n : analytic_model_names())
     known += (known.empty() ? "" : ", ") + n;
+  known += ", vit-large";
   throw planner_error("analytic_profile: unknown model \"" + model + "\" (known: " + known + ")");
 }
 

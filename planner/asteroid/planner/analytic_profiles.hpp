@@ -19,11 +19,14 @@ namespace asteroid::planner {
 ///
 /// Models: "mobilenetv2" (CIFAR-10 variant, 3x32x32), "efficientnet-b1"
 /// (CIFAR adaptation, 3x32x32), "resnet50" (3x224x224, 100 classes),
-/// "bert-small" (4 layers, hidden 512, sequence 512). The profile's device
-/// is "jetson-nano" (speed 1.0 in the catalog).
+/// "bert-small" (4 layers, hidden 512, sequence 512), and for inference
+/// "vit-large" (ViT-L/16 at 3x224x224, 1000 classes, attention and MLP
+/// sub-layers as units: 50 layers, 304,326,632 parameters). The profile's
+/// device is "jetson-nano" (speed 1.0 in the catalog).
 model_profile analytic_profile(const std::string& model);
 
-/// The model names `analytic_profile` accepts.
+/// The training models of the paper's Table 4 that `analytic_profile`
+/// accepts ("vit-large" is accepted too, for inference planning).
 std::vector<std::string> analytic_model_names();
 
 /// Forward FLOPs of one sample through the whole model (for docs/tests).
