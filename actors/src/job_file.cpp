@@ -129,7 +129,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
      "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
-     "micro_batch_actors", "loss", "credentials"});
+     "micro_batch_actors", "loss", "credentials", "compression"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
     if (!x->is_object())
@@ -186,6 +186,19 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "step_timeout_ms", s.step_timeout_ms);
   read_optional(j, f, "run_ahead", s.run_ahead);
   read_optional(j, f, "micro_batch_actors", s.micro_batch_actors);
+  if (auto* x = planner::optional_member(j, "compression")) {
+    auto cf = f["compression"];
+    planner::check_keys(*x, cf, {"activations", "gradients", "error_feedback"});
+    read_optional(*x, cf, "activations", s.compression.activations);
+    read_optional(*x, cf, "gradients", s.compression.gradients);
+    read_optional(*x, cf, "error_feedback", s.compression.error_feedback);
+    try {
+      check_wire_compression(s.compression.activations, s.compression.gradients,
+                             s.compression.error_feedback);
+    } catch (const std::exception& e) {
+      cf.fail(e.what());
+    }
+  }
   if (s.profile_node < -1 || s.profile_node >= static_cast<int>(s.nodes.size()))
     f["profile_node"].fail(std::to_string(s.profile_node)
                            + " is not -1 (here) or a node index");

@@ -8,6 +8,7 @@
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/stage_state.hpp"
+#include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
@@ -163,7 +164,13 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       return;
     torch::Tensor t;
     try {
-      t = serialization::decode_tensor(m.payload);
+      // Activations and gradients cross links as the job compresses them;
+      // inputs, labels and all-reduce chunks as they are.
+      t = m.kind == tensor_kind::activation
+            ? decode_wire_payload(m.payload, e->activation_codec)
+          : m.kind == tensor_kind::gradient
+            ? decode_wire_payload(m.payload, e->gradient_codec)
+            : serialization::decode_tensor(m.payload);
     } catch (const std::exception& ex) {
       spdlog::error("{}: dropped malformed {}: {}", name_of(*e), what, ex.what());
       return;

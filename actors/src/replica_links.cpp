@@ -2,6 +2,7 @@
 
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 
 #include <algorithm>
@@ -42,7 +43,11 @@ void send_bytes(replica_self* self, int index, bool activation, int mb, const to
   auto m = outgoing(self, activation ? serialization::tensor_kind::activation
                                      : serialization::tensor_kind::gradient);
   m.micro_batch = static_cast<int32_t>(mb);
-  m.payload = serialization::encode_tensor(t);
+  const auto& e = *st.e;
+  m.payload = activation
+                ? encode_wire_payload(t, e.activation_codec)
+                : encode_wire_payload(t, e.gradient_codec, e.gradient_feedback.get(),
+                                      int64_t{index} * 65536 + mb);
   st.bytes[link] += static_cast<int64_t>(m.payload.size());
   transmit(self, activation ? peer_next : peer_prev, index, std::move(m));
 }

@@ -14,6 +14,12 @@ void apply_spec(engine& e) {
   e.mine = spans(spec.shares).at(static_cast<size_t>(spec.replica));
   e.prev = spans(spec.prev_shares);
   e.next = spans(spec.next_shares);
+  e.activation_codec = kernels::parse_wire_codec(spec.activation_codec);
+  e.gradient_codec = kernels::parse_wire_codec(spec.gradient_codec);
+  if (!spec.error_feedback || e.gradient_codec == kernels::wire_codec::none)
+    e.gradient_feedback.reset();
+  else if (!e.gradient_feedback)
+    e.gradient_feedback = std::make_unique<kernels::error_feedback>(e.gradient_codec);
 }
 
 std::string reconfigure_problem(const replica_spec& running,

@@ -1,5 +1,6 @@
 #include "asteroid/actors/replica_spec.hpp"
 
+#include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/json_reader.hpp"
 #include "asteroid/planner/schedule_check.hpp"
@@ -38,7 +39,10 @@ json to_json(const replica_spec& s) {
               {"job", s.job},
               {"snapshot_every", s.snapshot_every},
               {"memory_budget", s.memory_budget},
-              {"memory_committed", s.memory_committed}};
+              {"memory_committed", s.memory_committed},
+              {"activation_codec", s.activation_codec},
+              {"gradient_codec", s.gradient_codec},
+              {"error_feedback", s.error_feedback}};
 }
 
 namespace {
@@ -57,7 +61,8 @@ replica_spec read_spec(const json& j) {
                        "stream", "loss", "optimizer", "credit_window",
                        "slowdown", "label", "recv_timeout_ms", "generation",
                        "job", "snapshot_every", "restore_version",
-                       "memory_budget", "memory_committed"});
+                       "memory_budget", "memory_committed", "activation_codec",
+                       "gradient_codec", "error_feedback"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -99,6 +104,9 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "snapshot_every", s.snapshot_every);
   read_optional(j, f, "memory_budget", s.memory_budget);
   read_optional(j, f, "memory_committed", s.memory_committed);
+  read_optional(j, f, "activation_codec", s.activation_codec);
+  read_optional(j, f, "gradient_codec", s.gradient_codec);
+  read_optional(j, f, "error_feedback", s.error_feedback);
   return s;
 }
 
@@ -120,6 +128,7 @@ void check_spec(const replica_spec& s) {
     throw std::invalid_argument("credit_window must be >= 1");
   if (!(s.slowdown >= 1.0))
     throw std::invalid_argument("slowdown must be >= 1");
+  check_wire_compression(s.activation_codec, s.gradient_codec, s.error_feedback);
   // A stream from a peer is executed as it comes: it must not be able to
   // make the replica index past its micro-batches or talk to a stage that
   // is not its neighbour.

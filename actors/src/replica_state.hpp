@@ -7,6 +7,7 @@
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/kernels/bucket.hpp"
+#include "asteroid/kernels/wire_codec.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/instruction.hpp"
 #include "asteroid/training/loss.hpp"
@@ -62,6 +63,12 @@ struct engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   /// Resolved on the last stage only (the others never compute a loss).
   training::loss_function loss;
+  /// How this replica's activations and gradients cross links (from the
+  /// spec); the residuals of error feedback when the spec asks for it,
+  /// kept across steps and re-configurations.
+  kernels::wire_codec activation_codec = kernels::wire_codec::none;
+  kernels::wire_codec gradient_codec = kernels::wire_codec::none;
+  std::unique_ptr<kernels::error_feedback> gradient_feedback;
   bool first = false;
   bool last = false;
   span mine;

@@ -381,6 +381,9 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.generation = generation_;
       spec.job = job_id_;
       spec.snapshot_every = snapshots_on() ? ft().snapshot_every : 0;
+      spec.activation_codec = job_.compression.activations;
+      spec.gradient_codec = job_.compression.gradients;
+      spec.error_feedback = job_.compression.error_feedback;
       auto d = st.devices[r];
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
                    + name_of(d);

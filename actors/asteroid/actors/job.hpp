@@ -7,6 +7,7 @@
 /// leaves it except as the first stage's inputs and the last stage's labels),
 /// drives the iterations and collects metrics.
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/data/dataset.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/plan.hpp"
@@ -138,6 +139,9 @@ struct job_spec {
   /// forward and backward pass; a recovery asks them what was in flight
   /// where. False: no such actors (the runtime bench compares the two).
   bool micro_batch_actors = true;
+  /// How activations and gradients cross links (wire_compression.hpp);
+  /// uncompressed by default, which is bit-exact.
+  wire_compression compression;
   fault_tolerance_options fault_tolerance;
   std::vector<fault_spec> faults;
 };

@@ -59,6 +59,12 @@ struct replica_spec {
   /// Bytes already predicted for the node's other replicas of the same
   /// deployment generation (set by the device's builder).
   int64_t memory_committed = 0;
+  /// How activations and gradients cross links between stages
+  /// (kernels::wire_codec names; "none" is bit-exact), and whether the
+  /// gradients' codec carries its error into the next step (error feedback).
+  std::string activation_codec = "none";
+  std::string gradient_codec = "none";
+  bool error_feedback = false;
 };
 
 nlohmann::json to_json(const replica_spec& spec);

@@ -1,0 +1,44 @@
+#pragma once
+/// \file
+/// Compression of the activations and gradients that cross links between
+/// stages (kernels/wire_codec.hpp): chosen per job, carried in every replica
+/// spec, applied by the sending replica and undone by the receiving one.
+#include "asteroid/kernels/wire_codec.hpp"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+namespace asteroid::actors {
+
+/// A job's choice (job file: "compression": {"activations": "fp16",
+/// "gradients": "bf16", "error_feedback": true}).
+struct wire_compression {
+  /// none, fp16, bf16, int8 or int8-channel.
+  std::string activations = "none";
+  /// none, fp16 or bf16.
+  std::string gradients = "none";
+  /// Gradients: what the codec lost on a micro-batch's gradient to a peer is
+  /// added to the same micro-batch's gradient to that peer in the next step.
+  bool error_feedback = false;
+};
+
+/// Throws std::invalid_argument naming the field ("activations",
+/// "gradients", "error_feedback") and what is wrong with it.
+void check_wire_compression(const std::string& activations,
+                            const std::string& gradients, bool error_feedback);
+
+/// The bytes that carry `t` under `codec` (a tensor record, or for the int8
+/// codecs a named pair "values", "scale"); `none` is exactly
+/// serialization::encode_tensor. With `feedback`, `key` names the residual.
+std::string encode_wire_payload(const torch::Tensor& t, kernels::wire_codec codec,
+                                kernels::error_feedback* feedback = nullptr,
+                                int64_t key = 0);
+
+/// The float32 tensor the bytes carry (under `none`: the tensor as sent).
+/// Throws (serialization::wire_error or std::invalid_argument) naming what
+/// is malformed.
+torch::Tensor decode_wire_payload(const std::string& bytes, kernels::wire_codec codec);
+
+} // namespace asteroid::actors

@@ -1,0 +1,60 @@
+#include "asteroid/actors/wire_compression.hpp"
+
+#include "asteroid/serialization/tensor_wire.hpp"
+
+#include <stdexcept>
+
+namespace asteroid::actors {
+
+using kernels::wire_codec;
+
+void check_wire_compression(const std::string& activations,
+                            const std::string& gradients, bool error_feedback) {
+  try {
+    kernels::parse_wire_codec(activations);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("activations: ") + e.what());
+  }
+  wire_codec g;
+  try {
+    g = kernels::parse_wire_codec(gradients);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("gradients: ") + e.what());
+  }
+  if (g == wire_codec::int8 || g == wire_codec::int8_channel)
+    throw std::invalid_argument("gradients: '" + gradients
+                                + "' is for activations only; gradients take "
+                                  "none, fp16 or bf16");
+  if (error_feedback && g == wire_codec::none)
+    throw std::invalid_argument(
+      "error_feedback: needs a gradients codec (fp16 or bf16) to correct");
+}
+
+std::string encode_wire_payload(const torch::Tensor& t, wire_codec codec,
+                                kernels::error_feedback* feedback, int64_t key) {
+  if (codec == wire_codec::none)
+    return serialization::encode_tensor(t);
+  auto e = feedback ? feedback->encode(key, t) : kernels::encode(t, codec);
+  if (!e.scale.defined())
+    return serialization::encode_tensor(e.values);
+  return serialization::encode_tensors({{"values", e.values}, {"scale", e.scale}});
+}
+
+torch::Tensor decode_wire_payload(const std::string& bytes, wire_codec codec) {
+  if (codec == wire_codec::none)
+    return serialization::decode_tensor(bytes);
+  kernels::encoded_tensor e;
+  if (codec == wire_codec::int8 || codec == wire_codec::int8_channel) {
+    auto parts = serialization::decode_tensors(bytes);
+    if (parts.size() != 2 || parts[0].first != "values" || parts[1].first != "scale")
+      throw std::invalid_argument("an " + kernels::to_string(codec)
+                                  + " payload holds \"values\" and \"scale\"");
+    e.values = parts[0].second;
+    e.scale = parts[1].second;
+  } else {
+    e.values = serialization::decode_tensor(bytes);
+  }
+  return kernels::decode(e, codec);
+}
+
+} // namespace asteroid::actors
