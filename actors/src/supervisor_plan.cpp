@@ -94,6 +94,12 @@ planner::cluster supervisor::full_cluster() const {
   auto c = links_ ? *links_ : reported_cluster();
   for (size_t d = 0; d < c.devices.size() && d < speed_scale_.size(); ++d)
     c.devices[d].speed *= speed_scale_[d];
+  // The planner prices stage-boundary transfers at the bytes the job's
+  // compression puts on the wire.
+  c.activation_wire_ratio = kernels::wire_ratio(
+    kernels::parse_wire_codec(job_.compression.activations));
+  c.gradient_wire_ratio = kernels::wire_ratio(
+    kernels::parse_wire_codec(job_.compression.gradients));
   return c;
 }
 
@@ -123,6 +129,9 @@ planner::plan supervisor::fresh_plan_on_survivors() {
   if (alive.empty())
     throw std::runtime_error("no device left");
   auto c = planner::cluster::uniform("survivors", specs, 1e9);
+  c.co_location_slowdown = all.co_location_slowdown;
+  c.activation_wire_ratio = all.activation_wire_ratio;
+  c.gradient_wire_ratio = all.gradient_wire_ratio;
   for (size_t i = 0; i < alive.size(); ++i)
     for (size_t j = 0; j < alive.size(); ++j) {
       c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];

@@ -388,8 +388,8 @@ public:
                     ol = std::max(ol, o_.out_lat[idx]);
                     il = std::max(il, o_.in_lat_to[idx]);
                   }
-                  cf = bytes / ob + ol;
-                  cb = bytes / ib + il;
+                  cf = bytes * c_.activation_wire_ratio / ob + ol;
+                  cb = bytes * c_.gradient_wire_ratio / ib + il;
                 }
                 suffix_state s;
                 s.sum = S.sum.prepend(hf, hb, a, cf, cb);

@@ -226,8 +226,9 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
           for (int mp = 1; mp < m; ++mp) {
             if (A[i][m - mp] == inf)
               continue;
-            double comm = 2.0 * static_cast<double>(t.boundary_bytes_per_sample(i)) *
-                          static_cast<double>(micro) / B;
+            double comm = (c.activation_wire_ratio + c.gradient_wire_ratio)
+                          * static_cast<double>(t.boundary_bytes_per_sample(i))
+                          * static_cast<double>(micro) / B;
             double v = std::max({A[i][m - mp], comm, stage_time(i, j, mp)});
             if (v < A[j][m]) {
               A[j][m] = v;
@@ -294,8 +295,9 @@ plan ftpipehd_planner::make_plan(const model_profile& profile, const cluster& c,
           double comp = (t.forward_s(i, j, micro) + t.backward_s(i, j, micro)) / d.speed;
           double comm = 0.0;
           if (s > 1)
-            comm = 2.0 * static_cast<double>(t.boundary_bytes_per_sample(i)) *
-                   static_cast<double>(micro) / c.bandwidth(s - 2, s - 1);
+            comm = (c.activation_wire_ratio + c.gradient_wire_ratio)
+                   * static_cast<double>(t.boundary_bytes_per_sample(i))
+                   * static_cast<double>(micro) / c.bandwidth(s - 2, s - 1);
           double v = std::max({dp[s - 1][i], comm, comp});
           if (v < dp[s][j]) {
             dp[s][j] = v;
@@ -388,8 +390,9 @@ plan pipeedge_planner::make_plan(const model_profile& profile, const cluster& c,
               double sub = h[at(l2, rest, k2)];
               if (sub == inf)
                 continue;
-              double comm = static_cast<double>(t.boundary_bytes_per_sample(l2)) *
-                            static_cast<double>(micro) / type_bw[k * K + k2];
+              double comm = c.activation_wire_ratio
+                            * static_cast<double>(t.boundary_bytes_per_sample(l2))
+                            * static_cast<double>(micro) / type_bw[k * K + k2];
               double v = std::max({comp, comm, sub});
               if (v < h[at(l, set, k)]) {
                 h[at(l, set, k)] = v;

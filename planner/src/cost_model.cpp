@@ -186,8 +186,8 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c)
       comm.type = pipeline_step::kind::communication;
       comm.stage = s;
       double bytes = static_cast<double>(t.boundary_bytes_per_sample(st.end_layer)) * micro;
-      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes);
-      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes);
+      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes * c.activation_wire_ratio);
+      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes * c.gradient_wire_ratio);
       out.steps.push_back(std::move(comm));
     }
   }

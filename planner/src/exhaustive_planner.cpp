@@ -173,8 +173,12 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
                                  static_cast<double>(micro);
                   auto fw = static_cast<size_t>(mask[s]) * masks + mask[s + 1];
                   auto bw = static_cast<size_t>(mask[s + 1]) * masks + mask[s];
-                  f[2 * s + 1] = bytes > 0 ? bytes / cross_bw[fw] + cross_lat[fw] : 0.0;
-                  b[2 * s + 1] = bytes > 0 ? bytes / cross_bw[bw] + cross_lat[bw] : 0.0;
+                  f[2 * s + 1] = bytes > 0 ? bytes * c.activation_wire_ratio / cross_bw[fw]
+                                                 + cross_lat[fw]
+                                           : 0.0;
+                  b[2 * s + 1] = bytes > 0 ? bytes * c.gradient_wire_ratio / cross_bw[bw]
+                                                 + cross_lat[bw]
+                                           : 0.0;
                   a[2 * s + 1] = 0.0;
                 }
               }

@@ -176,7 +176,7 @@ inference_plan plan_inference_exhaustive(const model_profile& profile, const clu
         double w = std::max(worst, t);
         if (!devices.empty()) {
           int from = devices.back();
-          double bytes = b * static_cast<double>(
+          double bytes = b * c.activation_wire_ratio * static_cast<double>(
                                profile.layers[static_cast<size_t>(start - 1)]
                                  .output_bytes_per_sample);
           w = std::max(w, bytes / c.bandwidth(from, d) + c.latency(from, d));
@@ -265,7 +265,7 @@ inference_plan plan_inference(const model_profile& profile, const cluster& c,
         continue;
       double w = worst;
       if (u >= 0) {
-        double bytes = b * static_cast<double>(
+        double bytes = b * c.activation_wire_ratio * static_cast<double>(
                              profile.layers[static_cast<size_t>(start - 1)].output_bytes_per_sample);
         auto bw = link_bw[static_cast<size_t>(u * K + v)];
         w = std::max(w, bytes / bw + link_lat[static_cast<size_t>(u * K + v)]);

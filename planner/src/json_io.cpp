@@ -276,7 +276,7 @@ cluster parse_cluster(const json& j, const std::string& where) {
   if (!j.is_object())
     f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
-                    "co_location_slowdown"});
+                    "co_location_slowdown", "activation_wire_ratio", "gradient_wire_ratio"});
   cluster c;
   if (auto* x = optional_member(j, "name"))
     c.name = get_string(*x, f["name"]);
@@ -368,6 +368,14 @@ cluster parse_cluster(const json& j, const std::string& where) {
       f["co_location_slowdown"].fail("expected at least 1 (a factor by which devices that share "
                                      "a machine compute slower), got " + x->dump());
   }
+  for (auto [key, ratio] : {std::pair{"activation_wire_ratio", &c.activation_wire_ratio},
+                            std::pair{"gradient_wire_ratio", &c.gradient_wire_ratio}})
+    if (auto* x = optional_member(j, key)) {
+      *ratio = get_positive(*x, f[key]);
+      if (*ratio > 1.0)
+        f[key].fail("expected a ratio in (0, 1] (bytes on the wire per float32 byte), got "
+                    + x->dump());
+    }
   return c;
 }
 
@@ -477,6 +485,10 @@ void to_json(json& j, const cluster& x) {
   }
   if (x.co_location_slowdown != 1.0)
     j["co_location_slowdown"] = x.co_location_slowdown;
+  if (x.activation_wire_ratio != 1.0)
+    j["activation_wire_ratio"] = x.activation_wire_ratio;
+  if (x.gradient_wire_ratio != 1.0)
+    j["gradient_wire_ratio"] = x.gradient_wire_ratio;
 }
 
 void from_json(const json& j, cluster& x) {

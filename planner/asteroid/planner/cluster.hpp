@@ -36,6 +36,12 @@ struct cluster {
   /// measures it; see docs/benchmarks.md). The planners price multi-device
   /// plans with it.
   double co_location_slowdown = 1.0;
+  /// Bytes on the wire per float32 byte of the activations (forward) and
+  /// gradients (backward) that cross stage boundaries: 1 uncompressed, 0.5
+  /// for fp16 or bf16, 0.25 for int8 (a job's "compression",
+  /// kernels/wire_codec.hpp). Every planner prices those transfers with them.
+  double activation_wire_ratio = 1.0;
+  double gradient_wire_ratio = 1.0;
 
   int size() const { return static_cast<int>(devices.size()); }
   double bandwidth(int from, int to) const { return bandwidth_Bps[from][to]; }

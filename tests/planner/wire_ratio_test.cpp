@@ -1,0 +1,111 @@
+// A job that compresses its activations and gradients puts fewer bytes on
+// the wire; the planners price stage-boundary transfers at those bytes.
+#include "asteroid/planner/asteroid_planner.hpp"
+#include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/error.hpp"
+#include "asteroid/planner/inference_planner.hpp"
+#include "asteroid/planner/json_io.hpp"
+#include "test_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+using namespace asteroid::planner;
+using asteroid::planner::test::device;
+using asteroid::planner::test::linear_layer;
+
+namespace {
+
+model_profile two_layers(int64_t boundary_bytes, int64_t param_bytes = 1000) {
+  model_profile p;
+  p.input_bytes_per_sample = 100;
+  p.layers = {linear_layer("a", 1e-3, 2e-3, boundary_bytes, param_bytes),
+              linear_layer("b", 1e-3, 2e-3, 10, param_bytes)};
+  // The stash stays what it is whatever crosses the link.
+  for (auto& l : p.layers)
+    l.stashed_bytes_per_sample = 40000;
+  return p;
+}
+
+plan two_stages() {
+  plan p;
+  p.planner = "hand";
+  p.batch_size = 16;
+  p.micro_batches = 2;
+  p.stages = {{0, 1, {0}, {8}}, {1, 2, {1}, {8}}};
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("wire ratios: a transfer costs the bytes on the wire, forward for "
+          "activations and backward for gradients", "[planner][wire]") {
+  auto c = cluster::uniform("slow", {device("a", 1.0, 1 << 30), device("b", 1.0, 1 << 30)},
+                            8e6); // 1 MB/s: the link dominates
+  auto compressed = c;
+  compressed.activation_wire_ratio = 0.5;
+  compressed.gradient_wire_ratio = 0.5;
+  auto p = two_stages();
+  evaluate(p, two_layers(40000), compressed);
+  // Halving the wire bytes is pricing half the tensor uncompressed.
+  auto q = two_stages();
+  evaluate(q, two_layers(20000), c);
+  CHECK(p.predicted_round_s == Approx(q.predicted_round_s).epsilon(1e-12));
+  auto r = two_stages();
+  evaluate(r, two_layers(40000), c);
+  CHECK(p.predicted_round_s < r.predicted_round_s * 0.6);
+  // Each direction has its own ratio.
+  const auto profile = two_layers(40000);
+  auto steps_of = [&](const cluster& cl) { return make_steps(two_stages(), profile, cl); };
+  auto mixed = c;
+  mixed.activation_wire_ratio = 0.25;
+  mixed.gradient_wire_ratio = 0.5;
+  auto comm = steps_of(mixed).steps.at(1);
+  auto plain = steps_of(c).steps.at(1);
+  CHECK(comm.forward_s == Approx(plain.forward_s * 0.25));
+  CHECK(comm.backward_s == Approx(plain.backward_s * 0.5));
+}
+
+TEST_CASE("wire ratios: the Asteroid planner's pipeline over a slow link is "
+          "predicted faster when the job compresses", "[planner][wire]") {
+  // Each device holds one layer only (10 MB of weights, as much again for
+  // gradients and momentum, in a 45 MB budget): the plan must be a 2-stage
+  // pipeline, whose boundary crosses a 1 MB/s link.
+  auto profile = two_layers(400000, 10'000'000);
+  auto c = cluster::uniform("slow", {device("a", 1.0, 45'000'000), device("b", 1.0, 45'000'000)},
+                            8e6);
+  auto compressed = c;
+  compressed.activation_wire_ratio = 0.25;
+  compressed.gradient_wire_ratio = 0.5;
+  asteroid_planner planner;
+  auto plain = planner.make_plan(profile, c, 16);
+  auto fast = planner.make_plan(profile, compressed, 16);
+  REQUIRE(plain.num_stages() == 2);
+  REQUIRE(fast.num_stages() == 2);
+  CHECK(fast.predicted_samples_per_s > plain.predicted_samples_per_s * 2);
+  // Inference sends activations only.
+  inference_options o;
+  inference_plan ip;
+  ip.stages = {{0, 1, 0}, {1, 2, 1}};
+  auto a = ip, b = ip;
+  evaluate_inference(a, profile, c, o);
+  evaluate_inference(b, profile, compressed, o);
+  CHECK(b.stages[0].send_s == Approx(a.stages[0].send_s * 0.25));
+}
+
+TEST_CASE("wire ratios: cluster files carry them and refuse ratios above 1",
+          "[planner][wire]") {
+  nlohmann::json j{{"devices", {{{"name", "a"}, {"speed", 1}, {"memory", "1GiB"}}}},
+                   {"link_mbps", 100},
+                   {"activation_wire_ratio", 0.5},
+                   {"gradient_wire_ratio", 0.25}};
+  auto c = parse_cluster(j, "c.json");
+  CHECK(c.activation_wire_ratio == 0.5);
+  CHECK(c.gradient_wire_ratio == 0.25);
+  nlohmann::json back = c;
+  CHECK(parse_cluster(back, "back").gradient_wire_ratio == 0.25);
+  j["gradient_wire_ratio"] = 2;
+  CHECK_THROWS_WITH(parse_cluster(j, "c.json"),
+                    Catch::Contains("gradient_wire_ratio") && Catch::Contains("(0, 1]"));
+}
