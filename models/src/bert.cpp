@@ -35,17 +35,26 @@ torch::Tensor bert_embeddings_impl::forward(torch::Tensor ids) {
 }
 
 bert_layer_impl::bert_layer_impl(int64_t hidden, int64_t heads,
-                                 int64_t intermediate, double dropout) {
-  attention_ = register_module("attention", self_attention(hidden, heads, dropout));
-  norm1_ = register_module("norm1", layer_norm(hidden));
-  fc1_ = register_module("fc1", nn::Linear(hidden, intermediate));
-  fc2_ = register_module("fc2", nn::Linear(intermediate, hidden));
-  norm2_ = register_module("norm2", layer_norm(hidden));
+                                 int64_t intermediate, double dropout,
+                                 block_part part)
+    : part_(part) {
+  if (part != block_part::mlp) {
+    attention_ = register_module("attention", self_attention(hidden, heads, dropout));
+    norm1_ = register_module("norm1", layer_norm(hidden));
+  }
+  if (part != block_part::attention) {
+    fc1_ = register_module("fc1", nn::Linear(hidden, intermediate));
+    fc2_ = register_module("fc2", nn::Linear(intermediate, hidden));
+    norm2_ = register_module("norm2", layer_norm(hidden));
+  }
   dropout_ = register_module("dropout", nn::Dropout(dropout));
 }
 
 torch::Tensor bert_layer_impl::forward(torch::Tensor x) {
-  x = norm1_(x + dropout_(attention_(x)));
+  if (part_ != block_part::mlp)
+    x = norm1_(x + dropout_(attention_(x)));
+  if (part_ == block_part::attention)
+    return x;
   auto y = fc2_(torch::gelu(fc1_(x)));
   return norm2_(x + dropout_(y));
 }
@@ -92,12 +101,24 @@ sequential_model make_bert(const std::string& name, bert_preset p,
                        bert_embeddings(vocab, max_positions, hidden, dropout));
                    },
                    {seq, hidden});
-  for (int64_t i = 0; i < layers; ++i)
-    model->push_back("encoder" + std::to_string(i),
-                     [&] {
-                       return nn::AnyModule(bert_layer(hidden, heads, inter, dropout));
-                     },
-                     {seq, hidden});
+  for (int64_t i = 0; i < layers; ++i) {
+    auto name = "encoder" + std::to_string(i);
+    if (!o.sub_layers()) {
+      model->push_back(name,
+                       [&] {
+                         return nn::AnyModule(bert_layer(hidden, heads, inter, dropout));
+                       },
+                       {seq, hidden});
+      continue;
+    }
+    for (auto [suffix, part] : {std::pair{"_attention", block_part::attention},
+                                std::pair{"_mlp", block_part::mlp}})
+      model->push_back(name + suffix,
+                       [&] {
+                         return nn::AnyModule(bert_layer(hidden, heads, inter, dropout, part));
+                       },
+                       {seq, hidden});
+  }
   model->push_back("head",
                    [&] {
                      return nn::AnyModule(bert_head(hidden, o.num_classes(), dropout));

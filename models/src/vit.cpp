@@ -44,29 +44,43 @@ torch::Tensor vit_patch_embedding_impl::forward(torch::Tensor x) {
 }
 
 vit_block_impl::vit_block_impl(int64_t hidden, int64_t heads, int64_t mlp_dim,
-                               double dropout) {
-  norm1_ = register_module("norm1", layer_norm(hidden));
-  // torchvision's encoder uses no dropout on the attention weights by default.
-  attention_ = register_module("attention", self_attention(hidden, heads, 0.0));
-  norm2_ = register_module("norm2", layer_norm(hidden));
-  fc1_ = register_module("fc1", nn::Linear(hidden, mlp_dim));
-  fc2_ = register_module("fc2", nn::Linear(mlp_dim, hidden));
+                               double dropout, block_part part)
+    : part_(part) {
+  const bool attention = part != block_part::mlp, mlp = part != block_part::attention;
+  // Constructed and initialised in the whole block's order, so that a whole
+  // block draws its weights as it always did.
+  if (attention) {
+    norm1_ = register_module("norm1", layer_norm(hidden));
+    // torchvision's encoder uses no dropout on the attention weights by default.
+    attention_ = register_module("attention", self_attention(hidden, heads, 0.0));
+  }
+  if (mlp) {
+    norm2_ = register_module("norm2", layer_norm(hidden));
+    fc1_ = register_module("fc1", nn::Linear(hidden, mlp_dim));
+    fc2_ = register_module("fc2", nn::Linear(mlp_dim, hidden));
+  }
   dropout_ = register_module("dropout", nn::Dropout(dropout));
   torch::NoGradGuard no_grad;
-  for (auto* fc : {fc1_.get(), fc2_.get()}) {
-    nn::init::xavier_uniform_(fc->weight);
-    fc->bias.normal_(0, 1e-6);
+  if (mlp)
+    for (auto* fc : {fc1_.get(), fc2_.get()}) {
+      nn::init::xavier_uniform_(fc->weight);
+      fc->bias.normal_(0, 1e-6);
+    }
+  if (attention) {
+    for (auto* fc : {attention_->query.get(), attention_->key.get(),
+                     attention_->value.get()}) {
+      nn::init::xavier_uniform_(fc->weight);
+      fc->bias.zero_();
+    }
+    attention_->out->bias.zero_();
   }
-  for (auto* fc : {attention_->query.get(), attention_->key.get(),
-                   attention_->value.get()}) {
-    nn::init::xavier_uniform_(fc->weight);
-    fc->bias.zero_();
-  }
-  attention_->out->bias.zero_();
 }
 
 torch::Tensor vit_block_impl::forward(torch::Tensor x) {
-  x = x + dropout_(attention_(norm1_(x)));
+  if (part_ != block_part::mlp)
+    x = x + dropout_(attention_(norm1_(x)));
+  if (part_ == block_part::attention)
+    return x;
   auto y = dropout_(fc2_(dropout_(torch::gelu(fc1_(norm2_(x))))));
   return x + y;
 }
@@ -115,12 +129,25 @@ sequential_model build_vit(const std::string& name, vit_preset p,
                        vit_patch_embedding(channels, size, patch, hidden, dropout));
                    },
                    {tokens, hidden});
-  for (int64_t i = 0; i < layers; ++i)
-    model->push_back("encoder" + std::to_string(i),
-                     [&] {
-                       return nn::AnyModule(vit_block(hidden, heads, mlp_dim, dropout));
-                     },
-                     {tokens, hidden});
+  for (int64_t i = 0; i < layers; ++i) {
+    auto name = "encoder" + std::to_string(i);
+    if (!o.sub_layers()) {
+      model->push_back(name,
+                       [&] {
+                         return nn::AnyModule(vit_block(hidden, heads, mlp_dim, dropout));
+                       },
+                       {tokens, hidden});
+      continue;
+    }
+    for (auto [suffix, part] : {std::pair{"_attention", block_part::attention},
+                                std::pair{"_mlp", block_part::mlp}})
+      model->push_back(name + suffix,
+                       [&] {
+                         return nn::AnyModule(
+                           vit_block(hidden, heads, mlp_dim, dropout, part));
+                       },
+                       {tokens, hidden});
+  }
   // torchvision zero-initialises this classifier (for fine-tuning); the
   // default init is kept so that a freshly built model's logits carry signal.
   model->push_back("head",

@@ -60,7 +60,8 @@ nlohmann::json to_json(const models::model_options& o) {
           {"hidden_dim", o.hidden_dim()},
           {"num_heads", o.num_heads()},
           {"mlp_dim", o.mlp_dim()},
-          {"patch_size", o.patch_size()}};
+          {"patch_size", o.patch_size()},
+          {"sub_layers", o.sub_layers()}};
 }
 
 models::model_options model_options_from_json(const nlohmann::json& j) {
@@ -69,7 +70,8 @@ models::model_options model_options_from_json(const nlohmann::json& j) {
   static const char* known[] = {
     "num_classes", "in_channels", "image_size", "width_mult", "seq_len",
     "vocab_size", "dropout", "stochastic_depth", "seed", "hidden_sizes",
-    "num_layers", "hidden_dim", "num_heads", "mlp_dim", "patch_size", "stem"};
+    "num_layers", "hidden_dim", "num_heads", "mlp_dim", "patch_size", "stem",
+    "sub_layers"};
   for (auto& [key, value] : j.items())
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return key == k; })
@@ -96,6 +98,7 @@ models::model_options model_options_from_json(const nlohmann::json& j) {
   read(j, "num_heads", o.num_heads());
   read(j, "mlp_dim", o.mlp_dim());
   read(j, "patch_size", o.patch_size());
+  read(j, "sub_layers", o.sub_layers());
   if (j.contains("stem")) {
     std::string s;
     read(j, "stem", s);

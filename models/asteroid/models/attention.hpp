@@ -4,6 +4,11 @@
 
 namespace asteroid::models {
 
+/// Which part of a transformer encoder block a module computes: the whole
+/// block (one pipeline layer) or one of its two residual sub-layers (the
+/// units EdgePipe partitions; model_options::sub_layers).
+enum class block_part { whole, attention, mlp };
+
 /// Multi-head self-attention over `[batch, tokens, dim]` without masking,
 /// with separate query/key/value/output projections (the same parameter
 /// count as PyTorch's packed `nn::MultiheadAttention`: 4 * (dim^2 + dim)).

@@ -25,14 +25,17 @@ private:
 TORCH_MODULE_IMPL(bert_embeddings, bert_embeddings_impl);
 
 /// A post-LayerNorm BERT encoder layer (self-attention, add & norm, GELU
-/// feed-forward, add & norm). One pipeline layer.
+/// feed-forward, add & norm), or one of its two sub-layers:
+/// `norm1(x + attention(x))` and `norm2(x + feed_forward(x))`. One pipeline
+/// layer.
 class bert_layer_impl : public torch::nn::Module {
 public:
   bert_layer_impl(int64_t hidden, int64_t heads, int64_t intermediate,
-                  double dropout);
+                  double dropout, block_part part = block_part::whole);
   torch::Tensor forward(torch::Tensor x);
 
 private:
+  block_part part_;
   self_attention attention_{nullptr};
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};

@@ -58,6 +58,11 @@ struct model_options {
   TORCH_ARG(int64_t, mlp_dim) = 0;
   /// ViT patch size; 0: preset value (16).
   TORCH_ARG(int64_t, patch_size) = 0;
+  /// Transformers (vit*, bert*): every encoder block as two pipeline layers,
+  /// its attention and its MLP sub-layer (`encoder<i>_attention`,
+  /// `encoder<i>_mlp`), the units EdgePipe partitions. Same parameters and
+  /// function as the whole blocks.
+  TORCH_ARG(bool, sub_layers) = false;
   /// The layers to construct: the others are recorded by name and shape
   /// only (a stage-only model, as a pipeline replica needs), so their
   /// parameters are never allocated or initialised. Not a JSON option: a

@@ -24,14 +24,17 @@ private:
 };
 TORCH_MODULE_IMPL(vit_patch_embedding, vit_patch_embedding_impl);
 
-/// A pre-LayerNorm ViT encoder block (torchvision's `EncoderBlock`). One
-/// pipeline layer.
+/// A pre-LayerNorm ViT encoder block (torchvision's `EncoderBlock`), or one
+/// of its residual sub-layers: `x + attention(norm1(x))` and
+/// `x + mlp(norm2(x))`. One pipeline layer.
 class vit_block_impl : public torch::nn::Module {
 public:
-  vit_block_impl(int64_t hidden, int64_t heads, int64_t mlp_dim, double dropout);
+  vit_block_impl(int64_t hidden, int64_t heads, int64_t mlp_dim, double dropout,
+                 block_part part = block_part::whole);
   torch::Tensor forward(torch::Tensor x);
 
 private:
+  block_part part_;
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   self_attention attention_{nullptr};
   torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
