@@ -623,19 +623,16 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   auto dev = actors::connect(sys, "127.0.0.1", 27340,
                              std::chrono::milliseconds(3000));
   caf::scoped_actor self{sys};
-  double worst_ms = 0;
-  int pings = 0;
+  std::vector<double> ping_ms;
   while (!done) {
     auto t0 = std::chrono::steady_clock::now();
     bool ok = false;
     self->request(dev, std::chrono::seconds(5), caf::ping_atom::value)
       .receive([&](caf::pong_atom) { ok = true; }, [&](caf::error&) {});
     CHECK(ok);
-    worst_ms = std::max(
-      worst_ms, std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - t0)
-                  .count());
-    ++pings;
+    ping_ms.push_back(std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   runner.join();
@@ -647,11 +644,21 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
     wall += it["seconds"].get<double>();
     busy += it["replicas"][0]["busy_s"].get<double>();
   }
-  std::printf("[ping while computing] %d pings, worst %.1f ms, replica busy "
-              "%.0f%% of %.2f s\n", pings, worst_ms, 100 * busy / wall, wall);
-  CHECK(pings >= 5);
+  std::sort(ping_ms.begin(), ping_ms.end());
+  const auto pings = static_cast<int>(ping_ms.size());
+  REQUIRE(pings >= 5);
+  const double median = ping_ms[ping_ms.size() / 2];
+  const double p90 = ping_ms[ping_ms.size() * 9 / 10];
+  std::printf("[ping while computing] %d pings, median %.1f ms, 90th percentile %.1f ms, "
+              "worst %.1f ms, replica busy %.0f%% of %.2f s\n",
+              pings, median, p90, ping_ms.back(), 100 * busy / wall, wall);
   CHECK(busy > 0.3 * wall);
-  CHECK(worst_ms < 250);
+  // A node that computed on its own actor's thread would make most pings
+  // wait out a step's compute (about 300 ms here). One slow answer is the
+  // shared host's scheduling (one CI run saw 345 ms among 68 pings), so the
+  // check is on the median and the 90th percentile, not on the worst.
+  CHECK(median < 50);
+  CHECK(p90 < 250);
 }
 
 TEST_CASE("planner path: the Asteroid planner plans over the devices' "
