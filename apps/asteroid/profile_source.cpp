@@ -3,6 +3,7 @@
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/analytic_profiles.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/pipedream_graph.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
@@ -61,12 +63,40 @@ std::string cache_key(const std::string& model, const std::string& sizes) {
   return name;
 }
 
+// PipeDream's graph.txt starts with node lines; a profile JSON with "{".
+bool looks_like_pipedream_graph(const std::string& path) {
+  std::ifstream in{path};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#')
+      continue;
+    return line.compare(first, 4, "node") == 0;
+  }
+  return false;
+}
+
 } // namespace
 
 void profile_source::add_options(CLI::App* cmd) {
   cmd->add_option("--profile", profile_path,
-                  "Model profile JSON (from `asteroid profile`)")
+                  "Model profile: JSON from `asteroid profile`, or a PipeDream "
+                  "graph.txt (with --profiled-batch)")
     ->check(CLI::ExistingFile);
+  cmd->add_option("--profile-format", profile_format,
+                  "Format of --profile: auto (graph.txt if its first line "
+                  "starts with 'node'), json or pipedream")
+    ->check(CLI::IsMember({"auto", "json", "pipedream"}))
+    ->capture_default_str();
+  cmd->add_option("--profiled-batch", profiled_batch,
+                  "Batch size a PipeDream graph.txt was profiled at (its "
+                  "times and activation sizes are for a whole batch)")
+    ->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer-state-factor", optimizer_state_factor,
+                  "Optimizer state bytes per parameter byte for a graph.txt "
+                  "(0 plain SGD, 1 momentum, 2 Adam)")
+    ->check(CLI::Range(0.0, 16.0))
+    ->capture_default_str();
   cmd->add_option("--model,-m", model,
                   "Model name: analytic estimates for mobilenetv2, "
                   "efficientnet-b1, resnet50, bert-small (and vit-large for "
@@ -82,8 +112,21 @@ void profile_source::add_options(CLI::App* cmd) {
 }
 
 planner::model_profile profile_source::resolve() const {
-  if (!profile_path.empty())
-    return planner::load_model_profile_file(profile_path);
+  if (!profile_path.empty()) {
+    bool pipedream = profile_format == "pipedream" ||
+                     (profile_format == "auto" && looks_like_pipedream_graph(profile_path));
+    if (!pipedream)
+      return planner::load_model_profile_file(profile_path);
+    if (profiled_batch <= 0)
+      throw std::invalid_argument(
+        profile_path + " is a PipeDream graph.txt: give the batch size it was "
+        "profiled at with --profiled-batch N");
+    planner::pipedream_import_options o;
+    o.batch_size = profiled_batch;
+    o.optimizer_state_factor = optimizer_state_factor;
+    o.model = model.empty() ? std::filesystem::path{profile_path}.stem().string() : model;
+    return planner::load_pipedream_graph(profile_path, o);
+  }
   if (model.empty())
     throw std::invalid_argument("give --profile FILE or --model NAME");
   auto analytic = planner::analytic_model_names();

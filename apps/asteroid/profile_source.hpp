@@ -18,8 +18,18 @@ struct profile_source {
   bool measure = false;
   bool use_cache = true;
   std::string batch_sizes = "1,8,32";
+  /// "auto" (a file whose first line starts with "node" is a PipeDream
+  /// graph.txt, anything else an Asteroid profile JSON), "json" or "pipedream".
+  std::string profile_format = "auto";
+  /// Batch size a PipeDream graph.txt was profiled at (its times and
+  /// activation sizes are per batch): required for one.
+  int64_t profiled_batch = 0;
+  /// Optimizer state bytes per parameter byte for a graph.txt (it has none).
+  double optimizer_state_factor = 1.0;
 
-  /// Adds --profile, --model, --measure, --no-cache and --batch-sizes.
+  /// Adds --profile, --profile-format, --profiled-batch,
+  /// --optimizer-state-factor, --model, --measure, --no-cache and
+  /// --batch-sizes.
   void add_options(CLI::App* cmd);
 
   /// Loads, looks up or measures the profile; throws naming what is missing.
