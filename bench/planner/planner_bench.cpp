@@ -8,13 +8,16 @@
 //   planner_bench --agreement [N]  analytic round latency vs the simulated
 //                             1F1B round of every planner's plan on A-D, and
 //                             on N random pipelines (default 4000)
+//   planner_bench --paper-exact  Asteroid vs exhaustive search on the paper's
+//                             environments A-D x {100,1000} Mbps x 4 models x
+//                             batch {16,32} (analytic profiles)
 //   planner_bench --inference  ViT-L/16 inference pipelines (EdgePipe's DP)
 //                             on 1-16 devices: predicted samples/s against
 //                             the baselines, and planning time
 //   planner_bench [gbench flags]  planning time, ResNet-50, 16 and 32 devices,
 //                             and ViT-L/16 inference on 16 devices
 //
-// With no flag it runs all five. All numbers are predictions of the cost
+// With no flag it runs all six. All numbers are predictions of the cost
 // model on ANALYTIC profiles (see docs/planner.md), not measured training.
 
 #include <benchmark/benchmark.h>
@@ -416,10 +419,73 @@ void random_stats(int n, const asteroid_options& options, const char* label) {
               1e3 * t_ex / n);
 }
 
+// The paper's environments, judged by the exhaustive search: Asteroid's
+// plan must be the optimum on every instance (issue: "an exact planner").
+void print_paper_exact() {
+  exhaustive_planner exhaustive(int64_t{4'000'000'000});
+  int instances = 0, exact = 0, judged = 0;
+  double worst = 1.0, worst_ms = 0.0;
+  std::printf("Asteroid vs exhaustive search on the paper's environments (analytic profiles)\n");
+  std::printf("%-16s %-15s %5s %12s %12s %8s %9s %12s\n", "model", "environment", "batch",
+              "asteroid", "exhaustive", "ratio", "plan ms", "exhaust. ms");
+  for (const auto& model : analytic_model_names()) {
+    auto prof = analytic_profile(model);
+    for (const char* env : {"a", "b", "c", "d"})
+      for (int mbps : {100, 1000})
+        for (int64_t batch : {16, 32}) {
+          std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
+          auto c = rebase_speeds(load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
+                                                   "/examples/clusters/" + name + ".json"),
+                                 prof);
+          ++instances;
+          auto t0 = std::chrono::steady_clock::now();
+          plan as, ex;
+          bool as_ok = true, ex_ok = true;
+          try {
+            as = make_planner("asteroid")->make_plan(prof, c, batch);
+          } catch (const planner_error&) {
+            as_ok = false;
+          }
+          auto t1 = std::chrono::steady_clock::now();
+          std::string why;
+          try {
+            ex = exhaustive.make_plan(prof, c, batch);
+          } catch (const planner_error& e) {
+            ex_ok = false;
+            why = e.what();
+          }
+          auto t2 = std::chrono::steady_clock::now();
+          const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+          const double ex_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+          worst_ms = std::max(worst_ms, ms);
+          if (!ex_ok) {
+            std::printf("%-16s %-15s %5lld %12s %12s  (%s)\n", model.c_str(), name.c_str(),
+                        static_cast<long long>(batch),
+                        as_ok ? std::to_string(as.predicted_samples_per_s).c_str() : "infeasible",
+                        "not judged", why.c_str());
+            continue;
+          }
+          ++judged;
+          const double r = as_ok ? as.predicted_round_s / ex.predicted_round_s
+                                 : std::numeric_limits<double>::infinity();
+          exact += r <= 1.0 + 1e-9;
+          worst = std::max(worst, r);
+          std::printf("%-16s %-15s %5lld %12.3f %12.3f %8.5f %9.1f %12.1f%s\n", model.c_str(),
+                      name.c_str(), static_cast<long long>(batch),
+                      as_ok ? as.predicted_samples_per_s : 0.0, ex.predicted_samples_per_s, r, ms,
+                      ex_ms, r <= 1.0 + 1e-9 ? "" : "  MISSED");
+        }
+  }
+  std::printf("paper instances: %d, judged by exhaustive search %d, asteroid optimal on %d, "
+              "worst ratio %.5f, slowest asteroid plan %.1f ms\n\n",
+              instances, judged, exact, worst, worst_ms);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  bool table = false, random = false, timing = false, agreement = false, inference = false;
+  bool table = false, random = false, timing = false, agreement = false, inference = false,
+       paper_exact = false;
   int agreement_n = 4000;
   int random_n = 1000;
   std::vector<char*> rest = {argv[0]};
@@ -432,6 +498,8 @@ int main(int argc, char** argv) {
         agreement_n = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--inference") == 0) {
       inference = true;
+    } else if (std::strcmp(argv[i], "--paper-exact") == 0) {
+      paper_exact = true;
     } else if (std::strcmp(argv[i], "--random") == 0 && i + 1 < argc) {
       random = true;
       random_n = std::atoi(argv[++i]);
@@ -440,10 +508,12 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  if (!table && !random && !timing && !agreement && !inference)
-    table = random = timing = agreement = inference = true;
+  if (!table && !random && !timing && !agreement && !inference && !paper_exact)
+    table = random = timing = agreement = inference = paper_exact = true;
   if (table)
     print_table();
+  if (paper_exact)
+    print_paper_exact();
   if (inference)
     print_inference_table();
   if (agreement) {
@@ -459,7 +529,7 @@ int main(int argc, char** argv) {
     single.enumerate_orderings_up_to = 0;
     single.orderings = {"memory"};
     single.local_search_passes = 0;
-    random_stats(random_n, single, "memory ordering only (background.md)");
+    random_stats(random_n, single, "memory ordering only (the paper's Algorithm 2)");
   }
   if (timing) {
     int rc = static_cast<int>(rest.size());

@@ -34,15 +34,16 @@ struct suffix_state {
   double head_key() const { return valid() ? sum.SFB + std::max(0.0, sum.Z) : inf; }
 };
 
-// Each DP state keeps up to `slots` suffixes: slot 0 is the fastest on its
+// Each DP state keeps up to `slots` (asteroid_options::suffixes_per_state)
+// suffixes: slot 0 is the fastest on its
 // own (best when the period stays the suffix's); the others are a Pareto
 // set over (period Pi, head_key, leading sums U), sorted by Pi: when a
 // stage put in front sets the period, what counts is the smallest step sum
 // among suffixes whose period stays below the new one, and the window
 // cycles the new stage starts run through the suffix's first stages (U).
 // A single suffix per state missed optimal plans by ~0.5% on the paper's
-// environments; without U, by up to 2.5% on random instances.
-constexpr int slots = 4;
+// environments; without U, by up to 2.5% on random instances; with 4, by up
+// to 2.1% on 12 of the 64 paper instances (planner_bench --paper-exact).
 
 bool same_suffix(const suffix_state& a, const suffix_state& b) {
   return a.end_layer == b.end_layer && a.group_begin == b.group_begin &&
@@ -69,20 +70,21 @@ bool covers(const suffix_state& e, double D, double key, int n, LeadingSums u) {
 
 // True when q (slots) holds a suffix at least as good as (D, key, u).
 template <class LeadingSums>
-bool front_covers(const suffix_state* q, double D, double key, int n, LeadingSums u) {
+bool front_covers(const suffix_state* q, int slots, double D, double key, int n,
+                  LeadingSums u) {
   for (int k = 1; k < slots && q[k].valid(); ++k)
     if (covers(q[k], D, key, n, u))
       return true;
   return false;
 }
 
-void offer(suffix_state* q, const suffix_state& s) {
+void offer(suffix_state* q, int slots, const suffix_state& s) {
   if (s.T < q[0].T)
     q[0] = s;
   const double D = s.sum.Pi;
   const double key = s.head_key();
   const int n = window_entries(s.sum);
-  if (front_covers(q, D, key, n, [&](int t) { return s.sum.U[t]; }))
+  if (front_covers(q, slots, D, key, n, [&](int t) { return s.sum.U[t]; }))
     return;
   // Drop what s dominates, insert s by Pi, cut to capacity (keeping the
   // smallest Pi: balanced suffixes matter most when M is large). In place:
@@ -188,16 +190,16 @@ public:
   // `table` is the state storage, reused across runs: it is a few MB, and
   // allocating it afresh for every ordering and M costs page faults.
   dp_solver(const cost_tables& t, const cluster& c, const ordering_links& o, int64_t batch,
-            int M, int max_stages, alloc_memo* memo, double bound,
+            int M, int max_stages, int slots, alloc_memo* memo, double bound,
             std::vector<suffix_state>& table)
       : t_(t), c_(c), o_(o), batch_(batch), M_(M), micro_(batch / M), bound_(bound),
-        Q_(table), memo_(memo && memo->enabled ? memo : nullptr) {
+        slots_(slots), Q_(table), memo_(memo && memo->enabled ? memo : nullptr) {
     L_ = t.num_layers();
     N_ = o.n;
     P_ = std::min(L_, N_);
     if (max_stages > 0)
       P_ = std::min(P_, max_stages);
-    Q_.assign(static_cast<size_t>(P_ + 1) * L_ * (N_ + 1) * slots, suffix_state{});
+    Q_.assign(static_cast<size_t>(P_ + 1) * L_ * (N_ + 1) * slots_, suffix_state{});
     if (memo_) {
       comp_prefix_.assign(N_ + 1, 0);
       for (int k = 0; k < N_; ++k)
@@ -206,7 +208,7 @@ public:
   }
 
   suffix_state* Q(int p, int i, int j) {
-    return &Q_[((static_cast<size_t>(p) * L_ + i) * (N_ + 1) + j) * slots];
+    return &Q_[((static_cast<size_t>(p) * L_ + i) * (N_ + 1) + j) * slots_];
   }
 
   // Algorithm 1 for head layers [i, i2) on positions [j, j2) with K stashed
@@ -214,6 +216,7 @@ public:
   // left in `out` only when `want_shares`.
   bool head_alloc(int i, int i2, int j, int j2, int K, share_allocation& out) {
     const int g = j2 - j;
+    idle_member_ = false;
     int64_t caps[64];
     std::vector<int64_t> caps_big;
     int64_t* cp = caps;
@@ -233,8 +236,13 @@ public:
     auto ref = [&](int64_t y) {
       return std::make_pair(t_.forward_s(i, i2, y), t_.backward_s(i, i2, y));
     };
+    if (g > micro_)
+      return false; // some member would get no sample, whatever K
     detail::allocate_shares(micro_, &o_.speed[j], cp, g, ref, out);
-    return true;
+    // Algorithm 1 left a slow member without samples: with other caps
+    // (another K) it may not, so this is not a verdict for larger K.
+    idle_member_ = has_idle_member(out);
+    return !idle_member_;
   }
 
   // Per-head cache over K: the allocation only changes when some cap binds.
@@ -271,26 +279,31 @@ public:
         if (memo_) {
           auto it = memo_->free.find(key_);
           if (it == memo_->free.end()) {
-            head_alloc(hi_, hi2_, hj_, hj2_, 1, scratch_);
-            it = memo_->free.emplace(key_, std::make_pair(scratch_.forward_s, scratch_.backward_s))
+            bool ok = head_alloc(hi_, hi2_, hj_, hj2_, 1, scratch_);
+            it = memo_->free
+                   .emplace(key_, ok ? std::make_pair(scratch_.forward_s, scratch_.backward_s)
+                                     : std::make_pair(-1.0, -1.0))
                    .first;
           }
           free_f_ = it->second.first;
           free_b_ = it->second.second;
         } else {
-          head_alloc(hi_, hi2_, hj_, hj2_, 1, scratch_);
-          free_f_ = scratch_.forward_s;
-          free_b_ = scratch_.backward_s;
+          bool ok = head_alloc(hi_, hi2_, hj_, hj2_, 1, scratch_);
+          free_f_ = ok ? scratch_.forward_s : -1.0;
+          free_b_ = ok ? scratch_.backward_s : -1.0;
         }
         have_free_ = true;
       }
       f = free_f_;
       b = free_b_;
-      return true;
+      // No cap binds here, so a failure is a member without samples.
+      idle_member_ = free_f_ < 0.0;
+      return free_f_ >= 0.0;
     }
     if (K == last_K_) {
       f = last_f_;
       b = last_b_;
+      idle_member_ = last_idle_;
       return last_ok_;
     }
     last_K_ = K;
@@ -299,17 +312,21 @@ public:
       auto it = memo_->capped.find(key);
       if (it == memo_->capped.end()) {
         bool ok = head_alloc(hi_, hi2_, hj_, hj2_, K, scratch_);
+        const double no = idle_member_ ? -2.0 : -1.0;
         it = memo_->capped
                .emplace(key, ok ? std::make_pair(scratch_.forward_s, scratch_.backward_s)
-                                : std::make_pair(-1.0, -1.0))
+                                : std::make_pair(no, no))
                .first;
       }
       last_ok_ = it->second.first >= 0.0;
+      idle_member_ = it->second.first == -2.0;
       last_f_ = f = it->second.first;
       last_b_ = b = it->second.second;
+      last_idle_ = idle_member_;
       return last_ok_;
     }
     last_ok_ = head_alloc(hi_, hi2_, hj_, hj2_, K, scratch_);
+    last_idle_ = idle_member_;
     last_f_ = f = scratch_.forward_s;
     last_b_ = b = scratch_.backward_s;
     return last_ok_;
@@ -331,7 +348,7 @@ public:
     for (int i = L_ - 1; i >= 0; --i) {
       for (int j = N_ - 1; j >= 0; --j) {
         for (int p = 1; p <= P_; ++p)
-          for (int k = 0; k < slots; ++k)
+          for (int k = 0; k < slots_; ++k)
             Q(p, i, j)[k] = Q(p, i, j + 1)[k]; // device j idle
         for (int j2 = j + 1; j2 <= N_; ++j2) {
           for (int i2 = i + 1; i2 <= L_; ++i2) {
@@ -348,7 +365,7 @@ public:
               s.end_layer = L_;
               s.group_begin = j;
               s.group_end = j2;
-              offer(Q(1, i, j), s);
+              offer(Q(1, i, j), slots_, s);
               continue;
             }
             if (j2 >= N_)
@@ -359,20 +376,23 @@ public:
             for (int p = 2; p <= pmax; ++p) {
               suffix_state* into = Q(p, i, j);
               const suffix_state* from = Q(p - 1, i2, j2);
-              for (int slot = 0; slot < slots; ++slot) {
+              for (int slot = 0; slot < slots_; ++slot) {
                 const auto& S = from[slot];
                 if (!S.valid())
                   break;
                 if (slot > 0 && same_suffix(S, from[0]))
                   continue;
-                if (!head_times(std::min(p, M_), hf, hb))
+                if (!head_times(std::min(p, M_), hf, hb)) {
+                  if (idle_member_)
+                    break; // another K may give every member samples
                   goto next_head; // more stashed micro-batches will not fit either
+                }
                 if (Md * std::max(hf + hb, S.sum.Pi) >= bound_)
                   continue;
                 // Any round takes at least M times its period Pi, Pi and
                 // the step sum only grow: skip what cannot enter the state.
                 if (Md * std::max(hf + hb, S.sum.Pi) >= into[0].T &&
-                    front_covers(into, std::max(hf + hb, S.sum.Pi), S.sum.SFB + hf + hb,
+                    front_covers(into, slots_, std::max(hf + hb, S.sum.Pi), S.sum.SFB + hf + hb,
                                  std::min({S.sum.stages + 1,
                                            pipeline_summary::max_window - 1, M_ - 1}),
                                  [&](int t) { return t == 0 ? hf + hb : hf + hb + S.sum.U[t - 1]; }))
@@ -398,7 +418,7 @@ public:
                 s.group_begin = j;
                 s.group_end = j2;
                 s.next_slot = slot;
-                offer(into, s);
+                offer(into, slots_, s);
               }
             }
           next_head:;
@@ -455,6 +475,7 @@ private:
   // M*Pi >= bound_ cannot be part of a better plan (T >= M*Pi, and
   // prepending stages never shrinks Pi), so it is not kept.
   double bound_;
+  int slots_;
   int L_ = 0, N_ = 0, P_ = 0;
   std::vector<suffix_state>& Q_;
   alloc_memo* memo_ = nullptr;
@@ -467,6 +488,9 @@ private:
   double free_f_ = 0.0, free_b_ = 0.0;
   int last_K_ = -1;
   bool last_ok_ = false;
+  bool last_idle_ = false;
+  // The last allocation failed only because a member got no sample.
+  bool idle_member_ = false;
   double last_f_ = 0.0, last_b_ = 0.0;
 };
 
@@ -658,6 +682,10 @@ plan asteroid_planner::search(const model_profile& profile, const cluster& c,
       throw planner_error(what);
     }
   }
+  if (options_.suffixes_per_state < 2)
+    throw planner_error("asteroid: suffixes_per_state must be at least 2, got " +
+                        std::to_string(options_.suffixes_per_state));
+  const int slots = options_.suffixes_per_state;
   dp_result best;
   std::vector<int> best_order;
   int best_M = 0;
@@ -703,7 +731,8 @@ plan asteroid_planner::search(const model_profile& profile, const cluster& c,
       memo_M = M;
     }
     ordering_links links(c, order);
-    dp_solver dp(t, c, links, batch_size, M, options_.max_stages, &memo, best.T, dp_table);
+    dp_solver dp(t, c, links, batch_size, M, options_.max_stages, slots, &memo, best.T,
+                 dp_table);
     dp.run();
     auto r = dp.best();
     if (r.T < best.T) {

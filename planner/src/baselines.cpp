@@ -157,7 +157,7 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
     plan p;
     p.batch_size = batch;
     p.micro_batches = M;
-    stage_plan st{0, L, all, std::vector<int64_t>(n, micro / n)};
+    stage_plan st{0, L, {}, {}};
     if (proportional_) {
       auto a = allocate_stage(t, c, 0, L, all, micro, 1);
       if (!a.feasible) {
@@ -167,9 +167,19 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
         }
         continue;
       }
-      st.shares = a.shares;
+      // A device Algorithm 1 gives no sample stays out of the group.
+      for (int d = 0; d < n; ++d)
+        if (a.shares[d] > 0) {
+          st.devices.push_back(all[d]);
+          st.shares.push_back(a.shares[d]);
+        }
     } else {
-      for (int64_t k = 0; k < micro % n; ++k)
+      // Equal shares; with fewer samples than devices, the first `micro`
+      // devices (cluster order) take one each and the others stay idle.
+      const int g = static_cast<int>(std::min<int64_t>(n, micro));
+      st.devices.assign(all.begin(), all.begin() + g);
+      st.shares.assign(g, micro / g);
+      for (int64_t k = 0; k < micro % g; ++k)
         ++st.shares[k];
     }
     p.stages.push_back(std::move(st));
@@ -209,6 +219,11 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
   for (int M : micro_batch_candidates(batch)) {
     const int64_t micro = batch / M;
     // A[j][m]: best slowest-stage time for the first j layers on m machines.
+    // A stage has at most as many replicas as a micro-batch has samples:
+    // here replicas split each micro-batch (PipeDream hands them whole
+    // micro-batches in turn), and a replica without samples would not
+    // compute at all.
+    const int max_replicas = static_cast<int>(std::min<int64_t>(N, micro));
     std::vector<std::vector<double>> A(L + 1, std::vector<double>(N + 1, inf));
     std::vector<std::vector<std::pair<int, int>>> from(
       L + 1, std::vector<std::pair<int, int>>(N + 1, {-1, -1}));
@@ -220,15 +235,20 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
     };
     for (int j = 1; j <= L; ++j)
       for (int m = 1; m <= N; ++m) {
-        A[j][m] = stage_time(0, j, m);
-        from[j][m] = {0, 0};
+        if (m <= max_replicas) {
+          A[j][m] = stage_time(0, j, m);
+          from[j][m] = {0, 0};
+        }
         for (int i = 1; i < j; ++i)
-          for (int mp = 1; mp < m; ++mp) {
+          for (int mp = 1; mp < m && mp <= max_replicas; ++mp) {
             if (A[i][m - mp] == inf)
               continue;
+            // PipeDream's optimizer: the activations into a stage of mp
+            // replicas (and the gradients back) take 2 a / (B mp), each
+            // replica receiving its part over its own link.
             double comm = (c.activation_wire_ratio + c.gradient_wire_ratio)
                           * static_cast<double>(t.boundary_bytes_per_sample(i))
-                          * static_cast<double>(micro) / B;
+                          * static_cast<double>(micro) / (B * mp);
             double v = std::max({A[i][m - mp], comm, stage_time(i, j, mp)});
             if (v < A[j][m]) {
               A[j][m] = v;
@@ -236,10 +256,16 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
             }
           }
       }
-    // PipeDream uses every machine; walk back the chosen stages.
+    // PipeDream uses every machine; when the micro-batch is too small for
+    // that (more machines than stages x samples), as many as it can.
+    int m = N;
+    while (m > 0 && A[L][m] == inf)
+      --m;
+    if (m == 0)
+      continue;
+    // Walk back the chosen stages.
     std::vector<std::pair<int, int>> stages; // (first layer, replicas)
     int j = L;
-    int m = N;
     while (j > 0) {
       auto [i, mrest] = from[j][m];
       stages.push_back({i, m - mrest});

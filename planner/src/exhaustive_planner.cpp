@@ -122,7 +122,7 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
       auto& slot = memo[((first * W + end) * masks + m) * (Pmax + 1) + K];
       if (slot == -2) {
         auto r = allocate_stage(t, c, first, end, group[m], micro, K);
-        if (r.feasible) {
+        if (r.feasible && !has_idle_member(r)) {
           slot = static_cast<int>(allocs.size());
           allocs.push_back(std::move(r));
         } else {

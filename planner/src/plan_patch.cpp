@@ -143,11 +143,27 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
   for (size_t s = 0; s < q.stages.size(); ++s) {
     if (!touched[s])
       continue;
-    auto old = q.stages[s].shares;
-    q.stages[s].shares = reallocate(q, static_cast<int>(s), c, tables);
+    auto& st = q.stages[s];
+    auto shares = reallocate(q, static_cast<int>(s), c, tables);
+    // A survivor Algorithm 1 gives no sample leaves the group (plans have
+    // no zero shares); it stays in the cluster, idle.
+    std::vector<int> computing, idle;
+    std::vector<int64_t> nonzero;
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      if (shares[i] > 0) {
+        computing.push_back(st.devices[i]);
+        nonzero.push_back(shares[i]);
+      } else {
+        idle.push_back(st.devices[i]);
+      }
+    }
+    st.devices = computing;
+    st.shares = nonzero;
     out.changes.push_back("stage " + std::to_string(s) + ": devices "
-                          + join_devices(q.stages[s].devices) + ", shares "
-                          + join_shares(q.stages[s].shares));
+                          + join_devices(st.devices) + ", shares "
+                          + join_shares(st.shares)
+                          + (idle.empty() ? "" : " (device " + join_devices(idle)
+                                                   + " left idle: no sample)"));
   }
   q.planner = p.planner + "+patch";
   if (profile)

@@ -62,6 +62,10 @@ void validate(const plan& p, int num_layers, const cluster& c) {
       if (st.shares[i] < 0)
         fail(at + "device " + std::to_string(d) + " (" + c.devices[d].name +
              ") has a negative share " + std::to_string(st.shares[i]));
+      if (st.shares[i] == 0)
+        fail(at + "device " + std::to_string(d) + " (" + c.devices[d].name +
+             ") has a zero share: a device either computes part of every micro-batch "
+             "or is not in the group (remove it from the stage)");
       sum += st.shares[i];
     }
     if (sum != p.micro_batch_size())

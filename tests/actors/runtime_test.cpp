@@ -263,9 +263,21 @@ TEST_CASE("a job naming an unknown loss is refused before anything runs") {
                                       "'no_such_loss' (known: cross_entropy"));
 }
 
-TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
+TEST_CASE("a plan that gives a device a zero share is refused before anything runs") {
+  // A device either computes part of every micro-batch or is not in the
+  // group: the planners never emit a zero share, and a hand-written plan
+  // with one is refused, naming the stage and the device.
   auto train = synthetic(8 * 20);
   auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {4, 0}},
+                                              {1, 3, {2}, {4}}}));
+  REQUIRE_THROWS_WITH(run_in_process(job, 3, train),
+                      Catch::Contains("stage 0: device 1") &&
+                        Catch::Contains("has a zero share"));
+}
+
+TEST_CASE("in-process HPP: unequal shares, Adam") {
+  auto train = synthetic(8 * 20);
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
                                               {1, 3, {2}, {4}}}));
   job.optimizer.kind = training::optimizer_kind::adam;
   job.optimizer.lr = 1e-3;
@@ -275,11 +287,10 @@ TEST_CASE("in-process HPP: a replica with a zero share, Adam") {
   CHECK(diff < 1e-4);
 }
 
-TEST_CASE("micro-batch actors: every replica with rows reports each pass of "
-          "each micro-batch, and training is the same without them") {
+TEST_CASE("micro-batch actors: every replica reports each pass of each "
+          "micro-batch, and training is the same without them") {
   auto train = synthetic(8 * 12);
-  // Stage 0's second replica has no rows: it runs no pass, so it reports none.
-  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {4, 0}},
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
                                               {1, 3, {2}, {4}}}));
   job.max_steps = 12;
   auto with = run_in_process(job, 3, train);
@@ -289,9 +300,9 @@ TEST_CASE("micro-batch actors: every replica with rows reports each pass of "
   REQUIRE(without.iterations.size() == 12);
   for (size_t i = 0; i < with.iterations.size(); ++i) {
     INFO("step " << i);
-    // 2 replicas with rows x 2 micro-batches x (forward, backward).
+    // 3 replicas x 2 micro-batches x (forward, backward).
     CHECK(with.iterations[i]["micro_batch_actors"] == 2);
-    CHECK(with.iterations[i]["micro_batch_messages"] == 8);
+    CHECK(with.iterations[i]["micro_batch_messages"] == 12);
     CHECK(without.iterations[i]["micro_batch_actors"] == 0);
     CHECK(without.iterations[i]["micro_batch_messages"] == 0);
   }

@@ -70,3 +70,12 @@ TEST_CASE("validate names the stage, layer or device at fault", "[planner][valid
   CHECK_THROWS_WITH(validate(p, 5, c), Catch::Contains("stage 0: starts at layer 1, expected "
                                                        "layer 0"));
 }
+
+TEST_CASE("validate refuses a device with a zero share", "[planner][validate]") {
+  // A device either computes part of every micro-batch or is not in the group.
+  auto p = good_plan();
+  p.stages[0].shares = {8, 0};
+  CHECK_THROWS_WITH(validate(p, 5, three_devices()),
+                    Catch::Contains("stage 0: device 2 (c) has a zero share") &&
+                      Catch::Contains("remove it from the stage"));
+}

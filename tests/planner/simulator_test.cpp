@@ -74,7 +74,7 @@ plan plan_for(const pipeline_steps& ps) {
   return p;
 }
 
-// Local copy of the round-latency formula of background.md §1, written
+// Local copy of the Asteroid paper's round-latency formula, written
 // from the text rather than taken from the cost model.
 double background_formula(const pipeline_steps& ps) {
   const auto& st = ps.steps;

@@ -25,6 +25,14 @@ struct share_allocation {
   int64_t shortfall_bytes = 0;
 };
 
+/// True when some member of a feasible allocation gets no sample. Planners
+/// do not use such a group: a device either computes part of every
+/// micro-batch or is not in the group, and the group without it computes
+/// as fast with a cheaper all-reduce (plan validation refuses zero shares).
+inline bool has_idle_member(const share_allocation& a) {
+  return std::find(a.shares.begin(), a.shares.end(), int64_t{0}) != a.shares.end();
+}
+
 /// Largest y in [0, limit] with memory(y) <= budget by binary search
 /// (memory must be non-decreasing); -1 when memory(0) > budget.
 int64_t max_share_by_search(int64_t limit, int64_t budget,

@@ -13,7 +13,7 @@ namespace asteroid::planner {
 /// are computed exactly from the architectures (FP32); times are
 /// FLOPs / an effective rate plus a per-kernel launch overhead, backward =
 /// 2x forward. The effective rate of each model is calibrated so that one
-/// jetson-nano epoch matches the paper's epoch time (background.md §1);
+/// jetson-nano epoch matches the Asteroid paper's epoch time;
 /// see docs/planner.md for the derivations and assumptions. The profiler in
 /// training/ produces measured profiles in the same format.
 ///

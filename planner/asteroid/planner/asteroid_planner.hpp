@@ -22,6 +22,12 @@ struct asteroid_options {
   /// Passes of neighbour swaps from the best of `orderings` (each pass
   /// reruns the DP n-1 times with the best micro-batch count).
   int local_search_passes = 3;
+  /// Suffix plans kept per DP state: the fastest one and a Pareto set of
+  /// the others (see docs/planner.md). 16 finds the exhaustive optimum on
+  /// all 64 paper instances (environments A-D x 2 links x 4 models x batch
+  /// 16 and 32); 4 missed 12 of them by up to 2.1 %, and plans 16 and 32
+  /// devices about 3x faster. At least 2.
+  int suffixes_per_state = 16;
   /// Largest stage count tried (0 = min(layers, devices)).
   int max_stages = 0;
   /// Largest micro-batch count tried (0 = every divisor of the batch size).

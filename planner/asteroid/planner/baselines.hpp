@@ -19,7 +19,10 @@ public:
 ///
 /// `proportional = false`: equal shares ("dp-even"); true: Algorithm 1
 /// shares ("dp-proportional"). The micro-batch count (gradient
-/// accumulation) is the fastest one that fits.
+/// accumulation) is the fastest one that fits. No device gets a zero
+/// share: with fewer samples than devices, dp-even uses the first devices
+/// in cluster order, and a device Algorithm 1 leaves without samples is
+/// left out of the group.
 class data_parallel_planner : public planner_base {
 public:
   explicit data_parallel_planner(bool proportional) : proportional_(proportional) {}
@@ -43,11 +46,16 @@ public:
   std::string name() const override { return "pp"; }
 };
 
-/// PipeDream's planner (background.md §4): A[j][m] over layer prefixes and
+/// PipeDream's planner (docs/planner.md, Baselines): A[j][m] over layer prefixes and
 /// machine counts assuming homogeneous devices (mean speed) and one
-/// bandwidth (the slowest link), replicated stage time
-/// (T + 4(m-1)W/(B m)) / m; groups are taken in cluster order with equal
-/// shares; evaluated under our cost model with the best fitting M.
+/// bandwidth B (the slowest link), replicated stage time
+/// (T + 4(m-1)W/(B m)) / m, and the transfer into a stage of m' replicas
+/// 2 a / (B m') as in PipeDream's optimizer; groups are taken in cluster
+/// order with equal shares; evaluated under our cost model with the best
+/// fitting M. Departure: a stage has at most as many replicas as a
+/// micro-batch has samples (here replicas split a micro-batch, PipeDream
+/// gives them whole ones in turn), so with small micro-batches it may use
+/// fewer than all machines.
 class pipedream_planner : public planner_base {
 public:
   plan make_plan(const model_profile& profile, const cluster& c,
@@ -55,7 +63,7 @@ public:
   std::string name() const override { return "pipedream"; }
 };
 
-/// FTPipeHD's partition DP (background.md §2): one device per stage in
+/// FTPipeHD's partition DP (docs/planner.md, Baselines): one device per stage in
 /// cluster order, dp[j][s] = min_i max(dp[i][s-1], 2*out[i]/bw,
 /// (F+B)(i+1..j) * c_s) with c_s = 1/speed. Extended with our memory
 /// constraint so it returns trainable plans.
@@ -66,7 +74,7 @@ public:
   std::string name() const override { return "ftpipehd"; }
 };
 
-/// PipeEdge's DP (background.md §3) over (layers placed, multiset of device
+/// PipeEdge's DP (docs/planner.md, Baselines) over (layers placed, multiset of device
 /// types used, type of the next stage): one device per stage, minimise the
 /// slowest compute or communication stage subject to memory. Device types
 /// are groups of devices with equal type, speed and budget. Throws when the

@@ -83,7 +83,7 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
 /// device, else 1: what every compute step of the plan is slowed by.
 double co_located_slowdown(const plan& p, const cluster& c);
 
-/// The 2P-1 step model of a plan (background.md §1; the profile overload
+/// The 2P-1 step model of a plan (the Asteroid paper's; the profile overload
 /// validates the plan first): compute steps with per-device times
 /// time(share)/speed x `co_located_slowdown`, ring all-reduce times, and
 /// communication steps carrying one micro-batch's boundary activation.
@@ -101,7 +101,7 @@ pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluste
 /// between them, of period sum E / k. Under 1F1B, stage s may start a new
 /// forward only after a backward, so k micro-batches circulate in such a
 /// run and the run's round trip paces it (docs/schedules.md, "Agreement
-/// with the analytic formula"). With Pi = D this is background.md's formula
+/// with the analytic formula"). With Pi = D this is the paper's formula
 /// plus the trip of the last micro-batch after the dominant step and back
 /// (the `tail`, as in DAPPLE's ending phase): without it a 2-stage pipeline
 /// with M = 1 would be predicted twice as fast as it is. See

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Lightweight re-planning after device losses (background.md §5, issue #5):
+/// Lightweight re-planning after device losses (docs/fault_tolerance.md):
 /// keep every surviving assignment, move only what the lost devices did.
 /// Pure: the runtime decides *when* to patch and where weights come from.
 #include "asteroid/planner/cluster.hpp"
