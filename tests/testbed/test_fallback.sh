@@ -32,7 +32,10 @@ expect_output "job done: 6 steps"
 assert_clean "$tb_pid"
 
 # Paced links in the fallback: a node's tensors leave at its uplink rate (node 1: 10 Mbit/s
-# links only; node 2: one 40 Mbit/s link), measured by the probe on the data plane.
+# links only; node 2: one 40 Mbit/s link), measured by the probe on the data plane. An
+# unpaced loopback link would read hundreds of Mbit/s; below the rate is CPU contention
+# (35.7 of 40 Mbit/s while another testbed test ran beside this one on 2 cores), so the
+# band is 0.75-1.2 x.
 tb_run --no-netns --cluster "$here/cluster-links.json" -- bash -c \
   '"$0" probe --nodes ${ASTEROID_NODES//,/ } --bytes 262144 --repeats 3 --credentials "$ASTEROID_CREDENTIALS" -o "$1"' \
   "$exe" "$tmp/paced.json"
@@ -42,8 +45,8 @@ assert_clean "$tb_pid"
 for link in "1 0 10" "1 2 10" "2 0 40"; do
   read -r a b mbit <<<"$link"
   got=$(jq -r ".bandwidth_mbps[$a][$b]" "$tmp/paced.json")
-  awk -v m="$got" -v c="$mbit" 'BEGIN { exit !(m >= 0.9 * c && m <= 1.2 * c) }' \
-    || fail "paced link $a -> $b: $got Mbit/s, configured $mbit (want 0.9-1.2 x)"
+  awk -v m="$got" -v c="$mbit" 'BEGIN { exit !(m >= 0.75 * c && m <= 1.2 * c) }' \
+    || fail "paced link $a -> $b: $got Mbit/s, configured $mbit (want 0.75-1.2 x)"
   say "paced link $a -> $b: $got Mbit/s (configured $mbit)"
 done
 # Time dilation: D = 2 halves every paced rate (and doubles every slowdown).
@@ -55,8 +58,8 @@ expect_output "time dilation D = 2: compute x 2, link rates / 2"
 expect_output "D=2"
 assert_clean "$tb_pid"
 got=$(jq -r ".bandwidth_mbps[1][0]" "$tmp/dilated.json")
-awk -v m="$got" 'BEGIN { exit !(m >= 4.5 && m <= 6) }' \
-  || fail "dilated link 1 -> 0: $got Mbit/s, want 5 (10 / D)"
+awk -v m="$got" 'BEGIN { exit !(m >= 3.75 && m <= 6) }' \
+  || fail "dilated link 1 -> 0: $got Mbit/s, want 5 (10 / D; 0.75-1.2 x as above)"
 say "dilated link 1 -> 0: $got Mbit/s (10 Mbit/s at D = 2)"
 expect_error "--dilation 0.5: expected a number >= 1 or 'auto'" --cluster "$here/cluster-3dev.json" \
   --no-netns --dilation 0.5
