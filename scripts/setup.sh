@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist
   gnuplot-nox iproute2 procps
   jq                    # scripts/testbed.sh reads cluster and job files (iproute2: ip, tc)
+  iperf3                # runtime_bench: the transfer-speed anchor
 )
 
 missing=()
