@@ -146,15 +146,17 @@ double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds) {
                          "installs it); the anchor column stays empty\n");
     return 0;
   }
-  // Unflushed output would be written twice: once by the child.
+  // Unflushed output would be written twice: once by the child. The child
+  // of this multi-threaded process only calls async-signal-safe functions
+  // (no allocation) before exec.
   std::fflush(stdout);
   std::fflush(stderr);
+  const auto p = std::to_string(port);
   auto server = ::fork();
   if (server == 0) {
     int null_fd = ::open("/dev/null", O_WRONLY);
     ::dup2(null_fd, STDOUT_FILENO);
     ::dup2(null_fd, STDERR_FILENO);
-    auto p = std::to_string(port);
     ::execlp("iperf3", "iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", p.c_str(),
              static_cast<char*>(nullptr));
     std::_Exit(127);
