@@ -12,6 +12,7 @@
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
@@ -179,7 +180,8 @@ int main(int argc, char** argv) {
   std::string envs = "a,b,c,d", rates = "100,1000",
               models = "mobilenet_v2,efficientnet_b1",
               planners = "on-device,dp-even,pp,pipedream,asteroid",
-              csv = "throughput.csv", png = "throughput.png", trace_dir;
+              csv = "throughput.csv", png = "throughput.png", trace_dir,
+              speeds = "relative";
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
   double dilation = 0, cpu_budget = 1.5, contender = 0.5, co_location = 0;
@@ -202,6 +204,12 @@ int main(int argc, char** argv) {
                  "contenders (run --repeats times; the others once)")
     ->capture_default_str()
     ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--speeds", speeds,
+                 "Device speeds: relative (the fastest device runs at this machine's "
+                 "speed) or absolute (each device's time per sample from the cluster file "
+                 "or the catalog, the paper's epoch times, against this machine's)")
+    ->check(CLI::IsMember({"relative", "absolute"}))
+    ->capture_default_str();
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();
   app.add_option("--cpu-budget", cpu_budget,
@@ -243,31 +251,68 @@ int main(int argc, char** argv) {
     d.seed = 7;
     data[m] = data::make_dataset("synthetic-images", d);
   }
+  // Relative speeds: one set of nodes per environment serves every model.
+  // Absolute speeds depend on the model (this machine's time per sample
+  // against the device's), so each model gets nodes of its own.
+  std::vector<std::vector<std::string>> model_groups;
+  if (speeds == "absolute")
+    for (auto& m : data)
+      model_groups.push_back({m.first});
+  else
+    model_groups.push_back(split_list(models));
   std::vector<row> rows;
   for (auto& env : split_list(envs))
-    for (auto& rate : split_list(rates)) {
+    for (auto& rate : split_list(rates))
+      for (auto& group : model_groups) {
       auto name = "env-" + env + "-" + rate + "mbps";
-      auto env_nodes = bench::emulate(name, dilation, cpu_budget, port);
+      std::map<std::string, std::shared_ptr<data::dataset>> group_data;
+      for (auto& m : group)
+        group_data[m] = data.at(m);
+      // Profiled again for every environment, with its nodes started
+      // (absolute speeds: just before, as they set the nodes' slowdowns):
+      // the host's speed drifts over a run of many minutes (one early
+      // profile was 15 % faster than every on-device run after it), and the
+      // planner's inputs should be measured in the conditions its plans run
+      // in, as Asteroid profiles at the start of each job.
+      std::map<std::string, planner::model_profile> profiles;
+      auto profile_all = [&]() {
+        for (auto& m : group_data) {
+          auto& prof = profiles.emplace(m.first, profile(m.first, batch)).first->second;
+          double step_s = 0;
+          for (auto& l : prof.layers)
+            step_s += l.forward_s.back() + l.backward_s.back();
+          std::fprintf(stderr, "  profiled %s: forward + backward %.1f ms at batch %lld\n",
+                       m.first.c_str(), step_s * 1e3, static_cast<long long>(batch));
+        }
+      };
+      bench::emulated_env env_nodes;
+      if (speeds == "absolute") {
+        profile_all();
+        const auto& [model, prof] = *profiles.begin();
+        double step_s = 0;
+        for (auto& l : prof.layers)
+          step_s += l.forward_s.back() + l.backward_s.back();
+        auto file = planner::load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
+                                               "/examples/clusters/" + name + ".json");
+        env_nodes = bench::emulate(planner::absolute_speeds(file, model, step_s / batch), name,
+                                   dilation, cpu_budget, port, true);
+        std::fprintf(stderr, "%s / %s: this machine %.2f ms per sample; device speeds "
+                             "relative to it:",
+                     name.c_str(), model.c_str(), 1e3 * step_s / batch);
+        for (auto& d : env_nodes.cluster.devices)
+          std::fprintf(stderr, " %s %.3f", d.name.c_str(), d.speed);
+        std::fprintf(stderr, "\n");
+      } else {
+        env_nodes = bench::emulate(name, dilation, cpu_budget, port);
+      }
       const auto& c = env_nodes.cluster;
       const double D = env_nodes.dilation;
       const auto& o = env_nodes.nodes;
       std::fprintf(stderr, "%s: %zu devices, dilation %.2f (links paced to %.1f Mbit/s)\n",
                    name.c_str(), c.devices.size(), D, o.link_rate_mbps);
       actors::local_cluster cluster{o};
-      // Profiled again for every environment, with its nodes started: the
-      // host's speed drifts over a run of many minutes (one early profile was
-      // 15 % faster than every on-device run after it), and the planner's
-      // inputs should be measured in the conditions its plans run in, as
-      // Asteroid profiles at the start of each job.
-      std::map<std::string, planner::model_profile> profiles;
-      for (auto& m : data) {
-        auto& prof = profiles.emplace(m.first, profile(m.first, batch)).first->second;
-        double step_s = 0;
-        for (auto& l : prof.layers)
-          step_s += l.forward_s.back() + l.backward_s.back();
-        std::fprintf(stderr, "  profiled %s: forward + backward %.1f ms at batch %lld\n",
-                     m.first.c_str(), step_s * 1e3, static_cast<long long>(batch));
-      }
+      if (profiles.empty())
+        profile_all();
       // Fresh node processes run their first jobs slower (heap growth, lazy
       // initialisation: the same plan measured 62-74 samples/s first and
       // 87-88 later). One untimed run of data parallelism over every device
@@ -275,7 +320,7 @@ int main(int argc, char** argv) {
       for (auto& [model, prof] : profiles) {
         try {
           auto plan = planner::make_planner("dp-proportional")->make_plan(prof, c, batch);
-          measure(cluster, model, plan, data[model], 2, 0, D, "");
+          measure(cluster, model, plan, group_data[model], 2, 0, D, "");
         } catch (const std::exception& e) {
           std::fprintf(stderr, "  warm-up run failed: %s\n", e.what());
           cluster.keep_logs();
@@ -313,9 +358,9 @@ int main(int argc, char** argv) {
           auto alone = planner::make_planner("on-device")->make_plan(prof, c, batch);
           std::vector<double> shared_steps, solo_steps;
           for (int round = 0; round < 2; ++round) {
-            for (double x : compute_vs_prediction(cluster, model, ours, data[model], prof, c, D))
+            for (double x : compute_vs_prediction(cluster, model, ours, group_data[model], prof, c, D))
               shared_steps.push_back(x);
-            for (double x : compute_vs_prediction(cluster, model, alone, data[model], prof, c, D))
+            for (double x : compute_vs_prediction(cluster, model, alone, group_data[model], prof, c, D))
               solo_steps.push_back(x);
           }
           const double shared = median(shared_steps), solo = median(solo_steps);
@@ -342,7 +387,7 @@ int main(int argc, char** argv) {
         const auto name_of_run = name + "-" + r.model + "-" + r.planner
                                  + (round > 1 ? "-" + std::to_string(round) : "");
         try {
-          r.runs.push_back(measure(cluster, r.model, r.plan, data[r.model], warmup, steps, D,
+          r.runs.push_back(measure(cluster, r.model, r.plan, group_data[r.model], warmup, steps, D,
                                    trace_dir.empty() ? "" : trace_dir + "/" + name_of_run
                                                               + ".json"));
         } catch (const std::exception& e) {
@@ -426,9 +471,9 @@ int main(int argc, char** argv) {
   std::printf("\nMeasured samples/s in emulated time (predicted, error %%); batch %lld, %lld "
               "timed steps after %lld warm-up, CIFAR-sized synthetic data; the fastest of "
               "%d runs for plans predicted at least %.2f of their row's best (marked *), "
-              "one run for the others\n\n",
+              "one run for the others; %s device speeds\n\n",
               static_cast<long long>(batch), static_cast<long long>(steps),
-              static_cast<long long>(warmup), repeats, contender);
+              static_cast<long long>(warmup), repeats, contender, speeds.c_str());
   std::printf("| env | Mbps | model | D | co-loc |");
   for (auto& p : plan_names)
     std::printf(" %s |", p.c_str());

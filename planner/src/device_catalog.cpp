@@ -1,5 +1,6 @@
 #include "asteroid/planner/device_catalog.hpp"
 
+#include <cctype>
 #include <cmath>
 
 #include "asteroid/planner/error.hpp"
@@ -10,7 +11,7 @@ namespace {
 
 constexpr int64_t gib = int64_t{1} << 30;
 
-// Epoch times of the Asteroid paper (background.md §1), minutes.
+// Epoch times reported by the Asteroid paper, minutes.
 constexpr double mobilenetv2_tx2_min = 8.5;
 constexpr double mobilenetv2_nano_min = 22.0;
 constexpr double efficientnet_b1_tx2_min = 11.2;
@@ -31,15 +32,55 @@ double nx_speed() {
   return tx2_speed() * (384.0 * 1100.0) / (256.0 * 1300.0);
 }
 
+// CIFAR-10's training set: the paper's epochs of MobileNetV2 and
+// EfficientNet-B1.
+constexpr double cifar10_train_samples = 50000;
+
+double per_sample(double epoch_minutes) { return epoch_minutes * 60.0 / cifar10_train_samples; }
+
 std::vector<device_type_info> build_catalog() {
   std::vector<device_type_info> c;
   c.push_back({"jetson-nano", "NVIDIA Jetson Nano: 128-core Maxwell, 4 GB", 1.0, 4 * gib,
-               3 * gib, 128, 921.6, false});
+               3 * gib, 128, 921.6, false, {}, {}});
   c.push_back({"jetson-tx2", "NVIDIA Jetson TX2: 256-core Pascal, 8 GB", tx2_speed(), 8 * gib,
-               7 * gib, 256, 1300.0, false});
+               7 * gib, 256, 1300.0, false, {}, {}});
   c.push_back({"xavier-nx", "NVIDIA Jetson Xavier NX: 384-core Volta, 8 GB", nx_speed(),
-               8 * gib, 7 * gib, 384, 1100.0, true});
+               8 * gib, 7 * gib, 384, 1100.0, true, {}, {}});
+  auto& nano = c[0];
+  auto& tx2 = c[1];
+  auto& nx = c[2];
+  auto put = [](device_type_info& t, const std::string& model, double s, std::string source) {
+    t.seconds_per_sample[model] = s;
+    t.seconds_per_sample_source[model] = std::move(source);
+  };
+  put(nano, "mobilenetv2", per_sample(mobilenetv2_nano_min),
+      "paper: 22 min per CIFAR-10 epoch (50,000 samples)");
+  put(nano, "efficientnetb1", per_sample(efficientnet_b1_nano_min),
+      "paper: 26.7 min per CIFAR-10 epoch (50,000 samples)");
+  put(tx2, "mobilenetv2", per_sample(mobilenetv2_tx2_min),
+      "paper: 8.5 min per CIFAR-10 epoch (50,000 samples)");
+  put(tx2, "efficientnetb1", per_sample(efficientnet_b1_tx2_min),
+      "paper: 11.2 min per CIFAR-10 epoch (50,000 samples)");
+  for (const auto& [model, s] : tx2.seconds_per_sample)
+    put(nx, model, s * tx2.speed / nx.speed,
+        "ASSUMPTION: jetson-tx2's time / (xavier-nx speed / jetson-tx2 speed = 1.269)");
   return c;
+}
+
+std::string model_key(const std::string& model) {
+  std::string k;
+  for (char ch : model)
+    if (ch != '-' && ch != '_')
+      k += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return k;
+}
+
+double lookup(const std::map<std::string, double>& m, const std::string& model) {
+  auto key = model_key(model);
+  for (const auto& [name, s] : m)
+    if (model_key(name) == key)
+      return s;
+  return 0;
 }
 
 } // namespace
@@ -101,6 +142,31 @@ model_profile scale_profile(const model_profile& profile, const std::string& to_
 double catalog_speed(const std::string& device_type) {
   auto* t = find_device_type(device_type);
   return t ? t->speed : 1.0;
+}
+
+double seconds_per_sample(const device_spec& d, const std::string& model) {
+  if (double s = lookup(d.seconds_per_sample, model); s > 0)
+    return s;
+  if (auto* t = find_device_type(d.type))
+    return lookup(t->seconds_per_sample, model);
+  return 0;
+}
+
+cluster absolute_speeds(const cluster& c, const std::string& model,
+                        double host_seconds_per_sample) {
+  if (!(host_seconds_per_sample > 0))
+    throw planner_error("absolute_speeds: the host's seconds per sample must be positive, got " +
+                        std::to_string(host_seconds_per_sample));
+  cluster out = c;
+  for (auto& d : out.devices) {
+    double s = seconds_per_sample(d, model);
+    if (!(s > 0))
+      throw planner_error("absolute_speeds: device " + d.name + " (" + d.type +
+                          ") has no seconds_per_sample for model \"" + model +
+                          "\" (give it in the cluster file)");
+    d.speed = host_seconds_per_sample / s;
+  }
+  return out;
 }
 
 cluster rebase_speeds(const cluster& c, const model_profile& profile) {

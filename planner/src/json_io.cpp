@@ -288,7 +288,7 @@ cluster parse_cluster(const json& j, const std::string& where) {
     const auto& dj = devs[i];
     if (!dj.is_object())
       df.fail(std::string("expected an object, got ") + dj.type_name());
-    check_keys(dj, df, {"name", "type", "speed", "memory", "endpoint"});
+    check_keys(dj, df, {"name", "type", "speed", "memory", "endpoint", "seconds_per_sample"});
     device_spec d;
     d.name = "device-" + std::to_string(i);
     if (auto* x = optional_member(dj, "name"))
@@ -322,6 +322,14 @@ cluster parse_cluster(const json& j, const std::string& where) {
     }
     if (auto* x = optional_member(dj, "endpoint"))
       d.endpoint = get_string(*x, df["endpoint"]);
+    if (auto* x = optional_member(dj, "seconds_per_sample")) {
+      auto sf = df["seconds_per_sample"];
+      if (!x->is_object())
+        sf.fail(std::string("expected an object of model name: seconds, got ") +
+                x->type_name());
+      for (auto it = x->begin(); it != x->end(); ++it)
+        d.seconds_per_sample[it.key()] = get_positive(it.value(), sf[it.key()]);
+    }
     for (size_t k = 0; k < c.devices.size(); ++k)
       if (c.devices[k].name == d.name)
         df["name"].fail("duplicate device name \"" + d.name + "\" (also devices[" +
@@ -440,6 +448,8 @@ void to_json(json& j, const device_spec& x) {
   j = json{{"name", x.name}, {"type", x.type}, {"speed", x.speed}, {"memory", x.memory_bytes}};
   if (!x.endpoint.empty())
     j["endpoint"] = x.endpoint;
+  if (!x.seconds_per_sample.empty())
+    j["seconds_per_sample"] = x.seconds_per_sample;
 }
 
 void from_json(const json& j, device_spec& x) {

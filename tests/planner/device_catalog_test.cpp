@@ -4,6 +4,7 @@
 
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
+#include "asteroid/planner/json_io.hpp"
 #include "test_helpers.hpp"
 
 using namespace asteroid::planner;
@@ -50,4 +51,60 @@ TEST_CASE("profiles scale between device types", "[planner][catalog]") {
   // Unknown profiling device: speeds unchanged.
   p.device = "local";
   CHECK(rebase_speeds(c, p).devices[1].speed == c.devices[1].speed);
+}
+
+TEST_CASE("absolute speeds come from seconds per sample: the device's own, else the "
+          "paper's for its type",
+          "[planner][catalog]") {
+  // The paper's CIFAR-10 epochs (50,000 samples): EfficientNet-B1 26.7 min on a
+  // Nano, 11.2 min on a TX2.
+  CHECK(seconds_per_sample(make_device("n", "jetson-nano"), "efficientnet_b1") ==
+        Approx(26.7 * 60 / 50000));
+  CHECK(seconds_per_sample(make_device("t", "jetson-tx2"), "EfficientNet-B1") ==
+        Approx(11.2 * 60 / 50000));
+  CHECK(seconds_per_sample(make_device("t", "jetson-tx2"), "mobilenet_v2") ==
+        Approx(8.5 * 60 / 50000));
+  // Xavier NX: an assumption scaled from the TX2, and said so.
+  const auto& nx = device_type("xavier-nx");
+  CHECK(nx.seconds_per_sample.at("mobilenetv2") ==
+        Approx(8.5 * 60 / 50000 / (nx.speed / device_type("jetson-tx2").speed)));
+  CHECK_THAT(nx.seconds_per_sample_source.at("mobilenetv2"), Catch::Contains("ASSUMPTION"));
+  CHECK(seconds_per_sample(make_device("n", "jetson-nano"), "resnet50") == 0);
+
+  auto c = cluster::uniform("c", {make_device("nano", "jetson-nano"),
+                                  make_device("tx2", "jetson-tx2")},
+                            1e8);
+  // A machine that needs 13 ms per sample: the Nano (32.04 ms) runs at 0.406
+  // of it, the TX2 (13.44 ms) at 0.967.
+  auto a = absolute_speeds(c, "efficientnet-b1", 0.013);
+  CHECK(a.devices[0].speed == Approx(0.013 / (26.7 * 60 / 50000)));
+  CHECK(a.devices[1].speed == Approx(0.013 / (11.2 * 60 / 50000)));
+  // A device's own figure wins over its type's.
+  c.devices[0].seconds_per_sample["efficientnet_b1"] = 0.026;
+  CHECK(absolute_speeds(c, "efficientnet-b1", 0.013).devices[0].speed == Approx(0.5));
+  CHECK_THROWS_WITH(absolute_speeds(c, "resnet50", 0.013),
+                    Catch::Contains("device nano (jetson-nano) has no seconds_per_sample for "
+                                    "model \"resnet50\""));
+  CHECK_THROWS_AS(absolute_speeds(c, "efficientnet-b1", 0), planner_error);
+}
+
+TEST_CASE("a cluster file states seconds per sample per device and model",
+          "[planner][catalog][json]") {
+  auto j = nlohmann::json::parse(R"({"devices": [
+      {"name": "laptop", "speed": 4, "memory": "8GiB",
+       "seconds_per_sample": {"efficientnet-b1": 0.004}},
+      {"name": "nano", "type": "jetson-nano"}], "link_mbps": 100})");
+  auto c = parse_cluster(j, "lab.json");
+  CHECK(c.devices[0].seconds_per_sample.at("efficientnet-b1") == 0.004);
+  auto a = absolute_speeds(c, "efficientnet_b1", 0.008);
+  CHECK(a.devices[0].speed == Approx(2.0));
+  // Round trip through JSON keeps it.
+  nlohmann::json back = c.devices[0];
+  CHECK(back["seconds_per_sample"]["efficientnet-b1"] == 0.004);
+  j["devices"][0]["seconds_per_sample"]["efficientnet-b1"] = -1;
+  CHECK_THROWS_WITH(parse_cluster(j, "lab.json"),
+                    Catch::Contains("lab.json: devices[0].seconds_per_sample.efficientnet-b1"));
+  j["devices"][0]["seconds_per_sample"] = 3;
+  CHECK_THROWS_WITH(parse_cluster(j, "lab.json"),
+                    Catch::Contains("expected an object of model name: seconds"));
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ struct device_spec {
   int64_t memory_bytes = 0;
   /// "host:port" of the node process, empty for a planning-only cluster.
   std::string endpoint;
+  /// Measured seconds per training sample (forward, backward and update) of
+  /// a model on this device, by model name (optional; cluster files:
+  /// "seconds_per_sample": {"efficientnet-b1": 0.032}). Emulations use it to
+  /// give the device an absolute speed (`absolute_speeds`) instead of one
+  /// relative to the fastest device; the catalog has the paper's figures.
+  std::map<std::string, double> seconds_per_sample;
 };
 
 /// Devices plus the links between them.

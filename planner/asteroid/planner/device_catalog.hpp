@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct device_type_info {
   double gpu_clock_mhz = 0.0;
   /// True when `speed` is not derived from a measurement.
   bool speed_is_assumption = false;
+  /// Seconds per training sample by model, from the paper's epoch times
+  /// (CIFAR-10: 50,000 samples per epoch) where it reports them; for
+  /// xavier-nx scaled from jetson-tx2 by the catalog speeds (ASSUMPTION).
+  std::map<std::string, double> seconds_per_sample;
+  /// Where each figure of `seconds_per_sample` comes from.
+  std::map<std::string, std::string> seconds_per_sample_source;
 };
 
 /// The catalog: jetson-nano, jetson-tx2, xavier-nx.
@@ -55,6 +62,19 @@ model_profile scale_profile(const model_profile& profile, const std::string& to_
 /// Speed of a profile's device relative to jetson-nano (1.0 if the profile's
 /// device is not in the catalog, e.g. "analytic-nano" or "local").
 double catalog_speed(const std::string& device_type);
+
+/// Seconds per training sample of `model` on device `d`: its own figure,
+/// else its catalog type's; 0 when neither knows the model. Model names are
+/// compared without case, '-' and '_' ("efficientnet_b1" = "EfficientNet-B1").
+double seconds_per_sample(const device_spec& d, const std::string& model);
+
+/// The cluster with absolute speeds: each device's speed becomes
+/// `host_seconds_per_sample / seconds_per_sample(device, model)`, i.e.
+/// relative to the machine that measured `host_seconds_per_sample` (the
+/// profile's device). Throws `planner_error` naming the first device whose
+/// time for `model` is unknown, and for a non-positive host time.
+cluster absolute_speeds(const cluster& c, const std::string& model,
+                        double host_seconds_per_sample);
 
 /// The cluster with speeds made relative to the profile's device: cluster
 /// files hold jetson-nano-relative speeds, the cost model wants speeds
