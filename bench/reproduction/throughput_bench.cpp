@@ -22,12 +22,14 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 using namespace asteroid;
@@ -169,6 +171,39 @@ void write_plot(const std::string& csv, const std::string& png,
     std::fprintf(stderr, "throughput_bench: gnuplot failed or is missing; no PNG\n");
   else
     std::printf("wrote %s\n", png.c_str());
+}
+
+/// Asteroid's speedup over on-device training (the most powerful device),
+/// data parallelism and pipeline parallelism in the paper's Table 4 (0: not
+/// reported or unreadable in the source). Environments A and B only; the
+/// paper does not tabulate C and D.
+struct paper_speedups {
+  double on_device = 0, dp = 0, pp = 0;
+};
+
+std::optional<paper_speedups> paper_table4(const std::string& env, int mbps,
+                                           const std::string& model) {
+  std::string m;
+  for (char ch : model)
+    if (ch != '-' && ch != '_')
+      m += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  struct cell {
+    const char* env;
+    int mbps;
+    const char* model;
+    paper_speedups s;
+  };
+  static const cell table[] = {
+    {"a", 100, "efficientnetb1", {4.4, 2.1, 2.8}},  {"b", 100, "efficientnetb1", {3.0, 4.8, 9.7}},
+    {"b", 1000, "efficientnetb1", {3.7, 2.1, 1.4}}, {"a", 100, "mobilenetv2", {4.5, 1.5, 3.5}},
+    {"b", 100, "mobilenetv2", {3.2, 2.3, 11.2}},    {"b", 1000, "mobilenetv2", {3.8, 1.2, 1.3}},
+    {"a", 100, "resnet50", {3.4, 3.6, 5.8}},        {"b", 100, "resnet50", {1.5, 6.1, 12.2}},
+    {"b", 1000, "resnet50", {3.7, 2.9, 3.1}},       {"a", 100, "bertsmall", {3.5, 6.4, 0}},
+    {"b", 100, "bertsmall", {1.3, 6.8, 0}},         {"b", 1000, "bertsmall", {3.9, 4.2, 1.3}}};
+  for (const auto& c : table)
+    if (env == c.env && mbps == c.mbps && m == c.model)
+      return c.s;
+  return std::nullopt;
 }
 
 } // namespace
@@ -551,6 +586,46 @@ int main(int argc, char** argv) {
               "%.1f %% over %zu measured plans; %.1f minutes\n",
               rows_won, rows_total, rows_tied, median(errors), errors.size(), minutes);
   std::printf("wrote %s\n", csv.c_str());
+  // -- the paper's Table 4 next to ours: Asteroid's speedup over on-device,
+  //    data parallelism (even) and pipeline parallelism, measured and
+  //    predicted, for the rows the paper reports --
+  std::printf("\nTable 4 side by side: Asteroid's speedup over on-device / DP (even) / PP, "
+              "measured (predicted) here and in the paper (%s device speeds)\n\n"
+              "| env | Mbps | model | measured | predicted | paper |\n|---|---|---|---|---|---|\n",
+              speeds.c_str());
+  for (size_t i = 0; i < rows.size(); i += plan_names.size()) {
+    auto paper = paper_table4(rows[i].env, rows[i].mbps, rows[i].model);
+    if (!paper)
+      continue;
+    const row* of[4] = {nullptr, nullptr, nullptr, nullptr}; // asteroid, on-device, dp, pp
+    for (size_t k = 0; k < plan_names.size(); ++k) {
+      const auto& r = rows[i + k];
+      int slot = r.planner == "asteroid" ? 0 : r.planner == "on-device" ? 1
+                 : r.planner == "dp-even" ? 2 : r.planner == "pp" ? 3 : -1;
+      if (slot >= 0 && r.error.empty())
+        of[slot] = &r;
+    }
+    auto ratio = [&](int k, bool measured) {
+      if (!of[0] || !of[k])
+        return std::string("-");
+      double a = measured ? of[0]->measured : of[0]->predicted;
+      double b = measured ? of[k]->measured : of[k]->predicted;
+      char cell[16];
+      std::snprintf(cell, sizeof cell, "%.2f", b > 0 ? a / b : 0.0);
+      return std::string(cell);
+    };
+    auto paper_cell = [](double v) {
+      char cell[16];
+      std::snprintf(cell, sizeof cell, "%.1f", v);
+      return v > 0 ? std::string(cell) : std::string("?");
+    };
+    std::printf("| %s | %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s |\n",
+                rows[i].env.c_str(), rows[i].mbps, rows[i].model.c_str(), ratio(1, true).c_str(),
+                ratio(2, true).c_str(), ratio(3, true).c_str(), ratio(1, false).c_str(),
+                ratio(2, false).c_str(), ratio(3, false).c_str(),
+                paper_cell(paper->on_device).c_str(), paper_cell(paper->dp).c_str(),
+                paper_cell(paper->pp).c_str());
+  }
   write_plot(csv, png, plan_names);
   return 0;
 }
