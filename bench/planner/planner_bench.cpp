@@ -153,10 +153,7 @@ void print_table() {
     for (const char* env : {"a", "b", "c", "d"})
       for (int mbps : {100, 1000}) {
         std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
-        auto c = rebase_speeds(
-          load_cluster_file(std::string(ASTEROID_SOURCE_DIR) + "/examples/clusters/" + name +
-                            ".json"),
-          prof);
+        auto c = asteroid::planner::test::paper_environment(env, mbps, prof);
         auto t0 = std::chrono::steady_clock::now();
         auto best = make_planner("asteroid")->make_plan(prof, c, 32);
         double ms =
@@ -248,10 +245,7 @@ void print_agreement_table() {
     for (const char* env : {"a", "b", "c", "d"})
       for (int mbps : {100, 1000}) {
         std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
-        auto c = rebase_speeds(
-          load_cluster_file(std::string(ASTEROID_SOURCE_DIR) + "/examples/clusters/" + name +
-                            ".json"),
-          prof);
+        auto c = asteroid::planner::test::paper_environment(env, mbps, prof);
         for (const auto& planner : planners) {
           plan p;
           try {
@@ -434,9 +428,7 @@ void print_paper_exact() {
       for (int mbps : {100, 1000})
         for (int64_t batch : {16, 32}) {
           std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
-          auto c = rebase_speeds(load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
-                                                   "/examples/clusters/" + name + ".json"),
-                                 prof);
+          auto c = asteroid::planner::test::paper_environment(env, mbps, prof);
           ++instances;
           auto t0 = std::chrono::steady_clock::now();
           plan as, ex;

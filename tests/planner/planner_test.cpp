@@ -133,9 +133,7 @@ TEST_CASE("asteroid beats or ties every baseline on environments A-D", "[planner
     for (const char* e : envs)
       for (int mbps : {100, 1000}) {
         std::string name = std::string("env-") + e + "-" + std::to_string(mbps) + "mbps";
-        auto c = load_cluster_file(std::string(ASTEROID_SOURCE_DIR) + "/examples/clusters/" +
-                                   name + ".json");
-        c = rebase_speeds(c, prof);
+        auto c = test::paper_environment(e, mbps, prof);
         auto best = make_planner("asteroid")->make_plan(prof, c, 32);
         check_returned_plan(best, prof, c, 32);
         for (const auto& b : planner_names()) {
@@ -244,11 +242,8 @@ TEST_CASE("asteroid finds the exhaustive optimum on the paper's environments A, 
     for (const char* env : {"a", "b", "d"})
       for (int mbps : {100, 1000})
         for (int64_t batch : {16, 32}) {
-          std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
-          auto c = rebase_speeds(load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
-                                                   "/examples/clusters/" + name + ".json"),
-                                 prof);
-          INFO(model << " " << name << " batch " << batch);
+          auto c = test::paper_environment(env, mbps, prof);
+          INFO(model << " env " << env << " " << mbps << " Mbit/s batch " << batch);
           auto as = make_planner("asteroid")->make_plan(prof, c, batch);
           auto ex = exhaustive.make_plan(prof, c, batch);
           check_returned_plan(as, prof, c, batch);

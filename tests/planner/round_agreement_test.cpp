@@ -17,6 +17,7 @@
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/planner/schedule.hpp"
 #include "asteroid/planner/simulator.hpp"
+#include "test_helpers.hpp"
 
 using namespace asteroid::planner;
 
@@ -103,9 +104,7 @@ TEST_CASE("analytic round latency agrees with the simulated 1F1B round on enviro
     for (const char* env : {"a", "b", "c", "d"})
       for (int mbps : {100, 1000}) {
         std::string name = std::string("env-") + env + "-" + std::to_string(mbps) + "mbps";
-        auto c = rebase_speeds(load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
-                                                 "/examples/clusters/" + name + ".json"),
-                               prof);
+        auto c = test::paper_environment(env, mbps, prof);
         auto p = make_planner("asteroid")->make_plan(prof, c, 32);
         auto steps = make_steps(p, prof, c);
         const double analytic = round_latency(steps);

@@ -8,9 +8,21 @@
 #include <vector>
 
 #include "asteroid/planner/cluster.hpp"
+#include "asteroid/planner/device_catalog.hpp"
+#include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/model_profile.hpp"
 
 namespace asteroid::planner::test {
+
+/// The paper's environment `env` ("a".."d") at `mbps` (100 or 1000), from
+/// examples/clusters/, with speeds relative to `profile`'s device.
+inline cluster paper_environment(const std::string& env, int mbps,
+                                 const model_profile& profile) {
+  return rebase_speeds(load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
+                                         "/examples/clusters/env-" + env + "-" +
+                                         std::to_string(mbps) + "mbps.json"),
+                       profile);
+}
 
 /// A layer whose times are linear in the batch: t(b) = b * per_sample_s.
 inline layer_profile linear_layer(std::string name, double fwd_per_sample_s,
