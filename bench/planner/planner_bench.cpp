@@ -11,13 +11,16 @@
 //   planner_bench --paper-exact  Asteroid vs exhaustive search on the paper's
 //                             environments A-D x {100,1000} Mbps x 4 models x
 //                             batch {16,32} (analytic profiles)
+//   planner_bench --dp-batch   Asteroid's predicted speedup over even DP at
+//                             batch 16-512 on Table 4's rows, next to the
+//                             paper's DP column
 //   planner_bench --inference  ViT-L/16 inference pipelines (EdgePipe's DP)
 //                             on 1-16 devices: predicted samples/s against
 //                             the baselines, and planning time
 //   planner_bench [gbench flags]  planning time, ResNet-50, 16 and 32 devices,
 //                             and ViT-L/16 inference on 16 devices
 //
-// With no flag it runs all six. All numbers are predictions of the cost
+// With no flag it runs all seven. All numbers are predictions of the cost
 // model on ANALYTIC profiles (see docs/planner.md), not measured training.
 
 #include <benchmark/benchmark.h>
@@ -413,6 +416,56 @@ void random_stats(int n, const asteroid_options& options, const char* label) {
               1e3 * t_ex / n);
 }
 
+// Table 4's DP column depends on the batch size: data parallelism
+// all-reduces the whole model once per mini-batch, so the larger the batch,
+// the less that costs per sample. For each row the paper reports, Asteroid's
+// predicted speedup over even DP at batch sizes 16-512, and the batch whose
+// speedup is closest to the paper's (analytic profiles: predictions).
+void print_dp_batch_sweep() {
+  struct row {
+    const char* env;
+    int mbps;
+    const char* model;
+    double paper_dp;
+  };
+  const row rows[] = {{"a", 100, "efficientnet-b1", 2.1}, {"b", 100, "efficientnet-b1", 4.8},
+                      {"b", 1000, "efficientnet-b1", 2.1}, {"a", 100, "mobilenetv2", 1.5},
+                      {"b", 100, "mobilenetv2", 2.3},      {"b", 1000, "mobilenetv2", 1.2},
+                      {"a", 100, "resnet50", 3.6},         {"b", 100, "resnet50", 6.1},
+                      {"b", 1000, "resnet50", 2.9},        {"a", 100, "bert-small", 6.4},
+                      {"b", 100, "bert-small", 6.8},       {"b", 1000, "bert-small", 4.2}};
+  const int64_t batches[] = {16, 32, 64, 128, 256, 512};
+  std::printf("Asteroid's predicted speedup over even data parallelism by batch size (analytic "
+              "profiles), next to the paper's Table 4 DP column\n");
+  std::printf("%-16s %-4s %5s", "model", "env", "Mbps");
+  for (auto b : batches)
+    std::printf(" %7lld", static_cast<long long>(b));
+  std::printf(" %6s %11s\n", "paper", "closest at");
+  for (const auto& r : rows) {
+    auto prof = analytic_profile(r.model);
+    auto c = asteroid::planner::test::paper_environment(r.env, r.mbps, prof);
+    std::printf("%-16s %-4s %5d", r.model, r.env, r.mbps);
+    int64_t closest = 0;
+    double gap = std::numeric_limits<double>::infinity();
+    for (auto b : batches) {
+      try {
+        auto ours = make_planner("asteroid")->make_plan(prof, c, b);
+        auto dp = make_planner("dp-even")->make_plan(prof, c, b);
+        double x = ours.predicted_samples_per_s / dp.predicted_samples_per_s;
+        std::printf(" %6.2fx", x);
+        if (std::abs(x - r.paper_dp) < gap) {
+          gap = std::abs(x - r.paper_dp);
+          closest = b;
+        }
+      } catch (const planner_error&) {
+        std::printf(" %7s", "-");
+      }
+    }
+    std::printf(" %5.1fx %11lld\n", r.paper_dp, static_cast<long long>(closest));
+  }
+  std::printf("\n");
+}
+
 // The paper's environments, judged by the exhaustive search: Asteroid's
 // plan must be the optimum on every instance (issue: "an exact planner").
 void print_paper_exact() {
@@ -477,7 +530,7 @@ void print_paper_exact() {
 
 int main(int argc, char** argv) {
   bool table = false, random = false, timing = false, agreement = false, inference = false,
-       paper_exact = false;
+       paper_exact = false, dp_batch = false;
   int agreement_n = 4000;
   int random_n = 1000;
   std::vector<char*> rest = {argv[0]};
@@ -492,6 +545,8 @@ int main(int argc, char** argv) {
       inference = true;
     } else if (std::strcmp(argv[i], "--paper-exact") == 0) {
       paper_exact = true;
+    } else if (std::strcmp(argv[i], "--dp-batch") == 0) {
+      dp_batch = true;
     } else if (std::strcmp(argv[i], "--random") == 0 && i + 1 < argc) {
       random = true;
       random_n = std::atoi(argv[++i]);
@@ -500,12 +555,14 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  if (!table && !random && !timing && !agreement && !inference && !paper_exact)
-    table = random = timing = agreement = inference = paper_exact = true;
+  if (!table && !random && !timing && !agreement && !inference && !paper_exact && !dp_batch)
+    table = random = timing = agreement = inference = paper_exact = dp_batch = true;
   if (table)
     print_table();
   if (paper_exact)
     print_paper_exact();
+  if (dp_batch)
+    print_dp_batch_sweep();
   if (inference)
     print_inference_table();
   if (agreement) {

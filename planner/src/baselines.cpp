@@ -154,6 +154,11 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
   std::iota(all.begin(), all.end(), 0);
   for (int M : micro_batch_candidates(batch)) {
     const int64_t micro = batch / M;
+    // Data parallelism runs on every device: a micro-batch with fewer
+    // samples than devices would leave some idle (and the rest would be
+    // data parallelism on fewer devices, or on-device training at M = B).
+    if (micro < n)
+      continue;
     plan p;
     p.batch_size = batch;
     p.micro_batches = M;
@@ -167,24 +172,26 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
         }
         continue;
       }
-      // A device Algorithm 1 gives no sample stays out of the group.
+      // A device Algorithm 1 gives no sample (one far slower than the rest)
+      // stays out of the group.
       for (int d = 0; d < n; ++d)
         if (a.shares[d] > 0) {
           st.devices.push_back(all[d]);
           st.shares.push_back(a.shares[d]);
         }
     } else {
-      // Equal shares; with fewer samples than devices, the first `micro`
-      // devices (cluster order) take one each and the others stay idle.
-      const int g = static_cast<int>(std::min<int64_t>(n, micro));
-      st.devices.assign(all.begin(), all.begin() + g);
-      st.shares.assign(g, micro / g);
-      for (int64_t k = 0; k < micro % g; ++k)
+      st.devices = all;
+      st.shares.assign(n, micro / n);
+      for (int64_t k = 0; k < micro % n; ++k)
         ++st.shares[k];
     }
     p.stages.push_back(std::move(st));
     keep.offer(std::move(p), t, c);
   }
+  if (batch < n)
+    throw planner_error(name() + ": infeasible: batch size " + std::to_string(batch) +
+                        " is smaller than the " + std::to_string(n) +
+                        " devices (every device computes part of every micro-batch)");
   return keep.result(c, "every device holds the whole model");
 }
 

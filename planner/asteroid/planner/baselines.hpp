@@ -19,10 +19,11 @@ public:
 ///
 /// `proportional = false`: equal shares ("dp-even"); true: Algorithm 1
 /// shares ("dp-proportional"). The micro-batch count (gradient
-/// accumulation) is the fastest one that fits. No device gets a zero
-/// share: with fewer samples than devices, dp-even uses the first devices
-/// in cluster order, and a device Algorithm 1 leaves without samples is
-/// left out of the group.
+/// accumulation) is the fastest one that fits among those whose
+/// micro-batch has at least one sample per device (every device computes;
+/// infeasible when the batch is smaller than the device count). A device
+/// Algorithm 1 leaves without samples (far slower than the rest) is left
+/// out of the dp-proportional group.
 class data_parallel_planner : public planner_base {
 public:
   explicit data_parallel_planner(bool proportional) : proportional_(proportional) {}
