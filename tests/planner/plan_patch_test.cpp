@@ -157,3 +157,28 @@ TEST_CASE("patch_plan: losing everything is an error that says so") {
   CHECK_THROWS_WITH(patch_plan(three_stages(), {0, 1, 2, 3}, c),
                     Catch::Contains("every device"));
 }
+
+TEST_CASE("patch_plan: a survivor that Algorithm 1 gives no sample leaves the group, idle") {
+  // Stage 0 on a, b and a device 100x slower; a is lost, and the 3 samples of
+  // a micro-batch all go to b: the slow device is left idle, not given a
+  // zero share (validate refuses those).
+  std::vector<device_spec> d{device("a", 1.0, 1LL << 30), device("b", 1.0, 1LL << 30),
+                             device("slow", 0.01, 1LL << 30), device("d", 1.0, 1LL << 30)};
+  auto c = cluster::uniform("slow", d, 1e8);
+  plan p;
+  p.planner = "test";
+  p.batch_size = 6;
+  p.micro_batches = 2;
+  p.stages = {{0, 3, {0, 1, 2}, {1, 1, 1}}, {3, 6, {3}, {3}}};
+  REQUIRE_NOTHROW(validate(p, 6, c));
+  auto r = patch_plan(p, {0}, c);
+  const auto& q = r.patched;
+  REQUIRE(q.num_stages() == 2);
+  CHECK(q.stages[0].devices == std::vector<int>{1});
+  CHECK(q.stages[0].shares == std::vector<int64_t>{3});
+  CHECK_NOTHROW(validate(q, 6, c));
+  bool said = false;
+  for (const auto& change : r.changes)
+    said = said || change.find("device 2 left idle: no sample") != std::string::npos;
+  CHECK(said);
+}
