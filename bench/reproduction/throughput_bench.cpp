@@ -324,9 +324,10 @@ int main(int argc, char** argv) {
       if (speeds == "absolute") {
         profile_all();
         const auto& [model, prof] = *profiles.begin();
-        double step_s = 0;
+        double step_s = 0; // forward + backward of one batch (profiled up to it)
         for (auto& l : prof.layers)
-          step_s += l.forward_s.back() + l.backward_s.back();
+          step_s += l.forward_time(static_cast<double>(batch)) +
+                    l.backward_time(static_cast<double>(batch));
         auto file = planner::load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
                                                "/examples/clusters/" + name + ".json");
         env_nodes = bench::emulate(planner::absolute_speeds(file, model, step_s / batch), name,
