@@ -172,8 +172,8 @@ plan data_parallel_planner::make_plan(const model_profile& profile, const cluste
         }
         continue;
       }
-      // A device Algorithm 1 gives no sample (one far slower than the rest)
-      // stays out of the group.
+      // A device Algorithm 1 gives no sample (even one would make it the
+      // group's straggler) stays out of the group.
       for (int d = 0; d < n; ++d)
         if (a.shares[d] > 0) {
           st.devices.push_back(all[d]);

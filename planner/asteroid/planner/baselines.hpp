@@ -22,8 +22,8 @@ public:
 /// accumulation) is the fastest one that fits among those whose
 /// micro-batch has at least one sample per device (every device computes;
 /// infeasible when the batch is smaller than the device count). A device
-/// Algorithm 1 leaves without samples (far slower than the rest) is left
-/// out of the dp-proportional group.
+/// Algorithm 1 leaves without samples (one would make it the straggler) is
+/// left out of the dp-proportional group.
 class data_parallel_planner : public planner_base {
 public:
   explicit data_parallel_planner(bool proportional) : proportional_(proportional) {}
