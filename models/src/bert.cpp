@@ -101,24 +101,11 @@ sequential_model make_bert(const std::string& name, bert_preset p,
                        bert_embeddings(vocab, max_positions, hidden, dropout));
                    },
                    {seq, hidden});
-  for (int64_t i = 0; i < layers; ++i) {
-    auto name = "encoder" + std::to_string(i);
-    if (!o.sub_layers()) {
-      model->push_back(name,
-                       [&] {
-                         return nn::AnyModule(bert_layer(hidden, heads, inter, dropout));
-                       },
-                       {seq, hidden});
-      continue;
-    }
-    for (auto [suffix, part] : {std::pair{"_attention", block_part::attention},
-                                std::pair{"_mlp", block_part::mlp}})
-      model->push_back(name + suffix,
-                       [&] {
-                         return nn::AnyModule(bert_layer(hidden, heads, inter, dropout, part));
-                       },
-                       {seq, hidden});
-  }
+  detail::push_encoder_blocks(model, layers, o.sub_layers(), {seq, hidden},
+                              [&](block_part part) {
+                                return nn::AnyModule(
+                                  bert_layer(hidden, heads, inter, dropout, part));
+                              });
   model->push_back("head",
                    [&] {
                      return nn::AnyModule(bert_head(hidden, o.num_classes(), dropout));

@@ -2,6 +2,7 @@
 
 // Helpers shared by the model builders; not part of the public API.
 
+#include "asteroid/models/attention.hpp"
 #include "asteroid/models/chain.hpp"
 #include "asteroid/models/model_options.hpp"
 #include "asteroid/models/sequential_model.hpp"
@@ -135,6 +136,26 @@ inline chain pooled_classifier(int64_t in_features,
                      nn::Dropout(dropout),
                      nn::Linear(in_features, classes));
   return seq;
+}
+
+/// Appends `layers` transformer encoder blocks of output shape `shape`:
+/// one layer "encoder<i>" each, or with sub-layers two, "encoder<i>_attention"
+/// and "encoder<i>_mlp" (EdgePipe's partition units). `make(part)` returns
+/// the module of one block or of its part; it runs only for layers the model
+/// builds.
+template <class MakeBlock>
+void push_encoder_blocks(sequential_model& model, int64_t layers, bool sub_layers,
+                         const shape_t& shape, MakeBlock make) {
+  for (int64_t i = 0; i < layers; ++i) {
+    auto name = "encoder" + std::to_string(i);
+    if (!sub_layers) {
+      model->push_back(name, [&] { return make(block_part::whole); }, shape);
+      continue;
+    }
+    for (auto [suffix, part] : {std::pair{"_attention", block_part::attention},
+                                std::pair{"_mlp", block_part::mlp}})
+      model->push_back(name + suffix, [&, part = part] { return make(part); }, shape);
+  }
 }
 
 } // namespace asteroid::models::detail

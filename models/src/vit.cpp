@@ -129,25 +129,11 @@ sequential_model build_vit(const std::string& name, vit_preset p,
                        vit_patch_embedding(channels, size, patch, hidden, dropout));
                    },
                    {tokens, hidden});
-  for (int64_t i = 0; i < layers; ++i) {
-    auto name = "encoder" + std::to_string(i);
-    if (!o.sub_layers()) {
-      model->push_back(name,
-                       [&] {
-                         return nn::AnyModule(vit_block(hidden, heads, mlp_dim, dropout));
-                       },
-                       {tokens, hidden});
-      continue;
-    }
-    for (auto [suffix, part] : {std::pair{"_attention", block_part::attention},
-                                std::pair{"_mlp", block_part::mlp}})
-      model->push_back(name + suffix,
-                       [&] {
-                         return nn::AnyModule(
-                           vit_block(hidden, heads, mlp_dim, dropout, part));
-                       },
-                       {tokens, hidden});
-  }
+  detail::push_encoder_blocks(model, layers, o.sub_layers(), {tokens, hidden},
+                              [&](block_part part) {
+                                return nn::AnyModule(
+                                  vit_block(hidden, heads, mlp_dim, dropout, part));
+                              });
   // torchvision zero-initialises this classifier (for fine-tuning); the
   // default init is kept so that a freshly built model's logits carry signal.
   model->push_back("head",
