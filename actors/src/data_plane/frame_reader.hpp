@@ -1,9 +1,13 @@
 #pragma once
 // Reads data-plane frames off one link, one after another, and hands them
 // to the link's owner. The header is checked before anything is allocated;
-// the payload is then read in growing pieces, so the memory a frame holds
-// follows the bytes that actually arrived, never a header's word (a peer
-// that claims 2 GiB and sends 10 bytes costs 1 MiB, not 2 GiB).
+// the payload is then read a piece at a time into a buffer whose address
+// space is reserved up front (up to `reserved_at_most`) but whose pages are
+// written, and so committed, only as pieces arrive: the memory a frame
+// holds follows the bytes that actually arrived, never a header's word (a
+// peer that claims 2 GiB and sends 10 bytes costs 1 MiB, not 2 GiB), and a
+// frame of realistic size is read into place without being copied as it
+// grows.
 #include "link_stream.hpp"
 
 #include "asteroid/serialization/frame.hpp"
@@ -35,9 +39,12 @@ public:
 
 class frame_reader : public std::enable_shared_from_this<frame_reader> {
 public:
-  /// The first piece of a payload, the most a payload grows by at once
-  /// beyond what already arrived, and the most one read takes.
-  static constexpr size_t first_piece = size_t{1} << 20;
+  /// The most a payload grows by at once beyond what already arrived, and
+  /// the most one read takes.
+  static constexpr size_t piece = size_t{1} << 20;
+  /// Address space reserved for a payload before its bytes arrive; a larger
+  /// one is moved as it grows (doubling), as before.
+  static constexpr size_t reserved_at_most = size_t{64} << 20;
 
   /// Reads until the link closes or the receiver refuses a header. Keeps
   /// the link alive while it reads; holds the receiver only weakly.
@@ -79,6 +86,8 @@ private:
     }
     key_.assign(header_.key_size, '\0');
     payload_.clear();
+    payload_.reserve(static_cast<size_t>(
+      std::min<uint64_t>(header_.payload_size, reserved_at_most)));
     have_ = 0;
     if (key_.empty())
       return read_payload();
@@ -93,11 +102,11 @@ private:
     if (have_ == header_.payload_size)
       return complete();
     if (have_ == payload_.size())
-      grow(payload_, static_cast<size_t>(std::min<uint64_t>(
-                       header_.payload_size, std::max(have_ * 2, first_piece))));
-    // At most one piece per read, however large the buffer grew: the owner
-    // hears of progress at least every `first_piece` bytes (its watchdog).
-    auto n = std::min(payload_.size() - have_, first_piece);
+      grow(payload_, static_cast<size_t>(
+                       std::min<uint64_t>(header_.payload_size, have_ + piece)));
+    // One piece per read: the owner hears of progress at least every
+    // `piece` bytes (its watchdog).
+    auto n = payload_.size() - have_;
     asio::async_read(*link_, asio::buffer(payload_.data() + have_, n),
                      [self = shared_from_this(), n](const asio::error_code& ec, size_t) {
                        if (!self->keep_reading(ec))
@@ -132,18 +141,13 @@ private:
     return true;
   }
 
-  /// `s` resized to `n`; past its capacity into a new buffer of exactly
-  /// `n` bytes (not the doubling std::string would pick).
-  static void grow(std::string& s, size_t n) {
-    if (n <= s.capacity()) {
-      s.resize(n);
-      return;
-    }
-    std::string bigger;
-    bigger.reserve(n);
-    bigger.append(s);
-    bigger.resize(n);
-    s.swap(bigger);
+  /// `s` resized to `n` (only the new piece is written); past its capacity
+  /// into a buffer of twice the bytes that arrived, at most the payload.
+  void grow(std::string& s, size_t n) const {
+    if (n > s.capacity())
+      s.reserve(static_cast<size_t>(
+        std::min<uint64_t>(header_.payload_size, std::max(n, 2 * s.size()))));
+    s.resize(n);
   }
 
   std::shared_ptr<link_stream> link_;

@@ -1,0 +1,182 @@
+#include "tls_session.hpp"
+
+#include <asio/error.hpp>
+#include <asio/ssl/error.hpp>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <sys/socket.h>
+
+namespace asteroid::actors::detail {
+
+namespace {
+
+/// Ciphertext OpenSSL reads from the socket at once (read-ahead): many
+/// 16 KiB records per system call while a tensor streams in.
+constexpr size_t read_ahead_bytes = size_t{64} << 10;
+
+int fd_of(BIO* b) {
+  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
+}
+
+bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+// OpenSSL's own socket BIO writes with write(2), which raises SIGPIPE when
+// the peer is gone and would end the node; send(2) with MSG_NOSIGNAL
+// reports EPIPE instead, as Asio's own writes do.
+int socket_write(BIO* b, const char* data, int n) {
+  BIO_clear_retry_flags(b);
+  auto r = ::send(fd_of(b), data, static_cast<size_t>(n), MSG_NOSIGNAL);
+  if (r < 0 && would_block(errno))
+    BIO_set_retry_write(b);
+  return static_cast<int>(r);
+}
+
+int socket_read(BIO* b, char* data, int n) {
+  BIO_clear_retry_flags(b);
+  auto r = ::recv(fd_of(b), data, static_cast<size_t>(n), 0);
+  if (r < 0 && would_block(errno))
+    BIO_set_retry_read(b);
+  return static_cast<int>(r);
+}
+
+long socket_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+BIO_METHOD* socket_method() {
+  static BIO_METHOD* method = [] {
+    auto* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+                           "asteroid data-plane socket");
+    if (!m)
+      return m;
+    BIO_meth_set_write(m, socket_write);
+    BIO_meth_set_read(m, socket_read);
+    BIO_meth_set_ctrl(m, socket_ctrl);
+    return m;
+  }();
+  return method;
+}
+
+} // namespace
+
+tls_session::tls_session(SSL_CTX* ctx) : ssl_(ctx ? SSL_new(ctx) : nullptr) {
+  if (!ssl_) {
+    ERR_clear_error();
+    throw std::runtime_error("data plane: OpenSSL cannot make a TLS session");
+  }
+  // Partial writes: each SSL_write_ex ends after a whole record, so a
+  // write that the socket stops part-way reports what it wrote, as a
+  // socket's write does. The buffer may move between a retried write's
+  // calls (the same bytes, reached through another buffer sequence).
+  SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Frames carry their lengths, so a connection that ends without TLS's
+  // close_notify is an ordinary end of stream (links close abruptly).
+  SSL_set_options(ssl_, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_set_read_ahead(ssl_, 1);
+  SSL_set_default_read_buffer_len(ssl_, read_ahead_bytes);
+}
+
+tls_session::~tls_session() { SSL_free(ssl_); }
+
+void tls_session::attach(int fd, bool server) {
+  auto* method = socket_method();
+  BIO* bio = method ? BIO_new(method) : nullptr;
+  if (!bio) {
+    ERR_clear_error();
+    throw std::runtime_error("data plane: OpenSSL cannot wrap a socket");
+  }
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl_, bio, bio); // the session owns it; the socket stays Asio's
+  if (server)
+    SSL_set_accept_state(ssl_);
+  else
+    SSL_set_connect_state(ssl_);
+}
+
+tls_session::result tls_session::handshake() {
+  errno = 0;
+  ERR_clear_error();
+  int ret = SSL_do_handshake(ssl_);
+  return ret == 1 ? result{} : failure(ret);
+}
+
+tls_session::result tls_session::read(asio::mutable_buffer into) {
+  auto* at = static_cast<char*>(into.data());
+  size_t total = 0;
+  while (total < into.size()) {
+    errno = 0;
+    ERR_clear_error();
+    size_t n = 0;
+    int ret = SSL_read_ex(ssl_, at + total, into.size() - total, &n);
+    if (ret == 1) {
+      total += n;
+      continue;
+    }
+    if (total == 0)
+      return failure(ret);
+    ERR_clear_error(); // a failure past the first bytes shows again next call
+    break;
+  }
+  return {result::next::done, total, {}};
+}
+
+tls_session::result tls_session::write(const std::vector<asio::const_buffer>& from) {
+  size_t total = 0;
+  for (const auto& b : from) {
+    auto* at = static_cast<const char*>(b.data());
+    for (size_t done = 0; done < b.size();) {
+      errno = 0;
+      ERR_clear_error();
+      size_t n = 0;
+      int ret = SSL_write_ex(ssl_, at + done, b.size() - done, &n);
+      if (ret == 1) {
+        done += n;
+        total += n;
+        continue;
+      }
+      if (total == 0)
+        return failure(ret);
+      // The caller's next write starts where this one stopped, which is
+      // what OpenSSL needs to finish a record the socket took in part.
+      ERR_clear_error();
+      return {result::next::done, total, {}};
+    }
+  }
+  return {result::next::done, total, {}};
+}
+
+tls_session::result tls_session::failure(int ret) {
+  const int saved_errno = errno;
+  result r;
+  switch (SSL_get_error(ssl_, ret)) {
+  case SSL_ERROR_WANT_READ:
+    r.then = result::next::wait_readable;
+    break;
+  case SSL_ERROR_WANT_WRITE:
+    r.then = result::next::wait_writable;
+    break;
+  case SSL_ERROR_ZERO_RETURN:
+    r.ec = asio::error::eof;
+    break;
+  case SSL_ERROR_SYSCALL:
+    r.ec = saved_errno == 0 ? asio::error_code(asio::error::eof)
+                            : asio::error_code(saved_errno, asio::error::get_system_category());
+    break;
+  default: {
+    auto code = ERR_peek_last_error();
+    r.ec = code ? asio::error_code(static_cast<int>(code), asio::error::get_ssl_category())
+                : asio::error_code(asio::error::connection_aborted);
+    break;
+  }
+  }
+  ERR_clear_error();
+  return r;
+}
+
+} // namespace asteroid::actors::detail
