@@ -25,6 +25,15 @@
 #                       --cpu-budget cores; printed, and exported to the command as
 #                       ASTEROID_TESTBED_DILATION (default 1: none)
 #   --cpu-budget C      cores the devices may use at once, for --dilation auto (default 1.5)
+#   --speeds relative|absolute
+#                       relative (default): the fastest device computes at this machine's speed
+#                       and the others are padded by their speed ratio to it; absolute: every
+#                       device is padded to its own time per sample of --model (the cluster
+#                       file's "seconds_per_sample", else its catalog type's, from the paper),
+#                       against this machine's, measured at start (`asteroid devices --model`)
+#   --model M           the model of --speeds absolute (default: the --job file's "model")
+#   --batch B           the batch this machine's time per sample is measured at (default: the
+#                       --job file's "batch_size", else 32)
 #   --keep-logs DIR     write the node logs to DIR and keep them (default: a temp folder, removed)
 #   --ready-timeout S   seconds to wait for each node's "listening on" (default 60)
 #   --no-netns          do not use namespaces: loopback nodes, no link shaping
@@ -37,8 +46,10 @@
 # What is emulated (see docs/benchmarks.md, "Emulated testbed"):
 #   - device i runs `asteroid node --slowdown F_i --memory M_i` where F_i = (max speed over the
 #     devices) / speed_i: the fastest device computes at this machine's speed, slower ones are
-#     padded (emulated slowdown, not a real slower CPU); M_i is the cluster's memory budget (the
-#     catalog default for a known type), which the node reports to the planner;
+#     padded (emulated slowdown, not a real slower CPU); with --speeds absolute, F_i = (device
+#     i's seconds per sample) / (this machine's), and a device faster than this machine raises
+#     the time dilation to at least 1 / F_i; M_i is the cluster's memory budget (the catalog
+#     default for a known type), which the node reports to the planner;
 #   - device i lives in namespace asteroid-ID-i at 198.18.X.(10+i) (198.18.0.0/15 is the
 #     benchmarking range, RFC 2544), connected by a veth pair to the bridge atIDb (198.18.X.1),
 #     where the supervisor (the job, in the root namespace) reaches it; the node reports the
@@ -97,6 +108,9 @@ loss=""
 threads=1
 dilation=1
 cpu_budget=1.5
+speeds=relative
+speed_model=""
+speed_batch=""
 keep_logs=""
 ready_timeout=60
 use_netns=1
@@ -118,6 +132,9 @@ while [[ $# -gt 0 ]]; do
     --threads) need_value "$@"; threads=$2; shift 2 ;;
     --dilation) need_value "$@"; dilation=$2; shift 2 ;;
     --cpu-budget) need_value "$@"; cpu_budget=$2; shift 2 ;;
+    --speeds) need_value "$@"; speeds=$2; shift 2 ;;
+    --model) need_value "$@"; speed_model=$2; shift 2 ;;
+    --batch) need_value "$@"; speed_batch=$2; shift 2 ;;
     --keep-logs) need_value "$@"; keep_logs=$2; shift 2 ;;
     --ready-timeout) need_value "$@"; ready_timeout=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
@@ -212,6 +229,10 @@ is_int "$ready_timeout" || die "--ready-timeout $ready_timeout: expected seconds
 [[ -z $delay_ms ]] || is_number "$delay_ms" || die "--delay-ms $delay_ms: expected a number >= 0"
 [[ -z $loss ]] || { is_number "$loss" && awk -v l="$loss" 'BEGIN{exit !(l < 100)}'; } \
   || die "--loss $loss: expected a percentage in [0, 100)"
+[[ $speeds == relative || $speeds == absolute ]] \
+  || die "--speeds $speeds: expected 'relative' or 'absolute'"
+[[ $speeds == absolute || -z $speed_model$speed_batch ]] \
+  || die "--model and --batch go with --speeds absolute"
 
 # -- the cluster, with jq -------------------------------------------------------------------------
 # One line per device: name, slowdown, memory, uplink bit/s, downlink bit/s, latency to the
@@ -300,21 +321,63 @@ n=${#names[@]}
 loss_given=$loss
 loss=${loss:-0}
 
+# -- absolute speeds ------------------------------------------------------------------------------
+# Each device is padded to its own time per sample of the model, whatever this machine's speed:
+# slowdown = device's seconds per sample / this machine's, which `asteroid devices` measures with
+# the nodes' thread count (one source for the catalog's figures: planner/src/device_catalog.cpp).
+# A device faster than this machine (slowdown < 1) cannot be emulated at wall-clock speed: the
+# time dilation must be at least 1 / its slowdown.
+min_dilation=1
+if [[ $speeds == absolute ]]; then
+  if [[ -n $job ]]; then
+    [[ -n $speed_model ]] || speed_model=$(jq -r '.model // empty' "$job" 2>/dev/null || true)
+    [[ -n $speed_batch ]] || speed_batch=$(jq -r '.batch_size // empty' "$job" 2>/dev/null || true)
+  fi
+  [[ -n $speed_model ]] || die "--speeds absolute needs --model (or a --job file with \"model\")"
+  speed_batch=${speed_batch:-32}
+  is_int "$speed_batch" && (( speed_batch >= 1 )) \
+    || die "--batch $speed_batch: expected a positive integer"
+  log "measuring this machine's time per sample of $speed_model at batch $speed_batch" \
+      "($threads thread(s), cached after the first time)"
+  speeds_json=$("$exe" --log-level warn devices --cluster "$cluster" --model "$speed_model" \
+                  --batch "$speed_batch" --threads "$threads" --json) \
+    || die "cannot give the devices of $cluster absolute speeds for $speed_model (above)"
+  mapfile -t absolute < <(jq -r '.devices[].speed' <<<"$speeds_json")
+  (( ${#absolute[@]} == n )) || die "asteroid devices gave ${#absolute[@]} speeds for $n devices"
+  for (( i = 0; i < n; ++i )); do
+    slowdowns[i]=$(awk -v s="${absolute[i]}" 'BEGIN { printf "%.4g", 1 / s }')
+  done
+  # Rounded up, so that D x the smallest slowdown stays >= 1 when printed.
+  min_dilation=$(printf '%s\n' "${slowdowns[@]}" |
+                 awk 'NR == 1 || $1 < m { m = $1 }
+                      END { printf "%.4g", m < 1 ? 1 / m * 1.0005 : 1 }')
+  log "absolute speeds: this machine $(jq -r '.host_seconds_per_sample * 1000' <<<"$speeds_json")" \
+      "ms per $speed_model sample (batch $speed_batch); slowdowns ${slowdowns[*]}" \
+      "(devices ${names[*]})"
+fi
+
 # -- time dilation (docs/benchmarks.md, "Time dilation") ------------------------------------------
 # One factor D: every device computes D times slower (slowdown x D) and every link carries 1/D of
 # its rate with D times its latency, so emulated time = wall time / D. "auto": the smallest D >= 1
 # with which the devices, all busy at once, need at most --cpu-budget cores (sum of 1/slowdown).
+# With absolute speeds, also at least min_dilation (above).
 if [[ $dilation == auto ]]; then
   dilation=$(printf '%s\n' "${slowdowns[@]}" |
-             awk -v b="$cpu_budget" '{ d += 1 / $1 } END { x = d / b; printf "%.3g", x < 1 ? 1 : x }')
+             awk -v b="$cpu_budget" -v m="$min_dilation" \
+               '{ d += 1 / $1 } END { x = d / b; if (x < m) x = m; printf "%.4g", x < 1 ? 1 : x }')
 fi
 is_number "$dilation" && awk -v d="$dilation" 'BEGIN { exit !(d >= 1) }' \
   || die "--dilation $dilation: expected a number >= 1 or 'auto'"
+awk -v d="$dilation" -v m="$min_dilation" 'BEGIN { exit !(d >= m * 0.9999) }' \
+  || die "--dilation $dilation: a device is faster than this machine for $speed_model; give" \
+         "--dilation $min_dilation or more, or auto"
 if [[ $dilation != 1 ]]; then
   scale() { awk -v x="$1" -v f="$2" 'BEGIN { printf "%.0f", x * f }'; }
   divide() { awk -v x="$1" -v f="$2" 'BEGIN { printf "%.0f", x / f }'; }
   for (( i = 0; i < n; ++i )); do
-    slowdowns[i]=$(awk -v s="${slowdowns[i]}" -v d="$dilation" 'BEGIN { printf "%g", s * d }')
+    # At least 1 (a node refuses less): D may be rounded below 1 / the smallest slowdown.
+    slowdowns[i]=$(awk -v s="${slowdowns[i]}" -v d="$dilation" \
+                     'BEGIN { x = s * d; printf "%g", x < 1 ? 1 : x }')
     up_bits[i]=$(divide "${up_bits[i]}" "$dilation")
     down_bits[i]=$(divide "${down_bits[i]}" "$dilation")
     sup_us[i]=$(scale "${sup_us[i]}" "$dilation")

@@ -9,6 +9,7 @@ namespace asteroid::apps {
 // Each sub-command registers its options and its callback on the main app.
 void add_train_command(CLI::App& app);
 void add_models_command(CLI::App& app);
+void add_devices_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     [&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
   asteroid::apps::add_train_command(app);
   asteroid::apps::add_models_command(app);
+  asteroid::apps::add_devices_command(app);
   asteroid::apps::add_profile_command(app);
   asteroid::apps::add_probe_command(app);
   asteroid::apps::add_plan_command(app);

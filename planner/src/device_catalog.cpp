@@ -161,8 +161,9 @@ cluster absolute_speeds(const cluster& c, const std::string& model,
   for (auto& d : out.devices) {
     double s = seconds_per_sample(d, model);
     if (!(s > 0))
-      throw planner_error("absolute_speeds: device " + d.name + " (" + d.type +
-                          ") has no seconds_per_sample for model \"" + model +
+      throw planner_error("absolute_speeds: device " + d.name +
+                          (d.type.empty() ? std::string() : " (" + d.type + ")") +
+                          " has no seconds_per_sample for model \"" + model +
                           "\" (give it in the cluster file)");
     d.speed = host_seconds_per_sample / s;
   }
