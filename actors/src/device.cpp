@@ -13,6 +13,8 @@
 #include "asteroid/training/profiler.hpp"
 #include "job_claim.hpp"
 #include "probe_timing.hpp"
+#include "memory_hog.hpp"
+#include "process_memory.hpp"
 #include "unexpected.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <memory>
 #include <unistd.h>
 #include <cstdio>
 #include <stdexcept>
@@ -58,6 +61,8 @@ struct device_state {
   snapshot_store store;
   /// The job the snapshots in `store` belong to.
   int64_t store_job = 0;
+  /// Memory held for the job's `hog` fault, until the node is free again.
+  std::shared_ptr<detail::memory_hog> hog = std::make_shared<detail::memory_hog>();
 };
 
 using device_self = device_actor::stateful_pointer<device_state>;
@@ -75,6 +80,7 @@ std::string refusal(device_self self, const char* what) {
 /// The node serves no job: its data plane takes frames of none.
 void free_node(device_self self, const std::string& why) {
   spdlog::info("{}: free again ({})", self->state.opts.name, why);
+  self->state.hog->release();
   if (!self->state.dp)
     return;
   self->state.dp->serve_job(0);
@@ -147,6 +153,9 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
 
 device_actor::behavior_type
 device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp) {
+  // What the process holds before any job: a replica's measured peak is
+  // what its job added to it (job_peak_bytes).
+  detail::restart_peak_measurement();
   self->state.opts = opts;
   self->state.dp = dp;
   self->state.claim = detail::job_claim{self->system().node()};
@@ -232,6 +241,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         self->monitor(self->current_sender());
         if (st.dp)
           st.dp->serve_job(job);
+        detail::restart_peak_measurement();
         spdlog::info("{}: serving job {}", name, job);
       }
       int64_t dropped = 0;
@@ -452,6 +462,24 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
                    self->state.opts.slowdown);
       for (auto& r : self->state.replicas)
         self->send(caf::actor_cast<replica_actor>(r), slow_atom::value, permille);
+    },
+    [=](hog_atom, int64_t bytes) -> caf::typed_response_promise<std::string> {
+      auto why = refusal(self, "a memory hog"); // before the promise takes the sender
+      auto rp = self->make_response_promise<std::string>();
+      auto hog = self->state.hog;
+      if (!why.empty() || bytes <= 0) {
+        if (why.empty())
+          hog->release();
+        rp.deliver(why);
+        return rp;
+      }
+      // Writing hundreds of MiB takes a while: not on this actor, which
+      // answers the job's heartbeats.
+      self->system().spawn<caf::detached>(
+        [rp, hog, bytes, name = self->state.opts.name](caf::blocking_actor*) mutable {
+          rp.deliver(hog->hold(bytes, name));
+        });
+      return rp;
     },
     [=](reset_atom) {
       if (!refusal(self, "a connection reset").empty() || !self->state.dp)

@@ -28,7 +28,8 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
   planner::check_keys(j, f,
                       {"heartbeat_ms", "heartbeat_misses", "snapshot_every",
                        "recovery", "replan_threshold", "checkpoint",
-                       "checkpoint_every", "drift_factor", "drift_steps"});
+                       "checkpoint_every", "drift_factor", "drift_steps",
+                       "memory_replan"});
   read_optional(j, f, "heartbeat_ms", o.heartbeat_ms);
   read_optional(j, f, "heartbeat_misses", o.heartbeat_misses);
   read_optional(j, f, "snapshot_every", o.snapshot_every);
@@ -38,6 +39,7 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
   read_optional(j, f, "checkpoint_every", o.checkpoint_every);
   read_optional(j, f, "drift_factor", o.drift_factor);
   read_optional(j, f, "drift_steps", o.drift_steps);
+  read_optional(j, f, "memory_replan", o.memory_replan);
   if (o.drift_factor != 0 && !(o.drift_factor > 1.0))
     f["drift_factor"].fail("must be 0 (off) or > 1");
   if (o.drift_steps < 1)
@@ -64,20 +66,23 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
 fault_spec parse_fault(const json& j, const json_field& f, size_t num_nodes) {
   fault_spec fs;
   planner::check_keys(j, f, {"step", "delay_ms", "node", "action", "slowdown",
-                             "when"});
+                             "bytes", "when"});
   read_optional(j, f, "step", fs.step);
   read_optional(j, f, "delay_ms", fs.delay_ms);
   read_optional(j, f, "node", fs.node);
   read_optional(j, f, "action", fs.action);
   read_optional(j, f, "slowdown", fs.slowdown);
   read_optional(j, f, "when", fs.when);
+  if (j.contains("bytes"))
+    fs.bytes = planner::parse_memory_size(j.at("bytes"),
+                                          f["bytes"].where + ": " + f["bytes"].path);
   if (fs.when != "step" && fs.when != "recovery" && fs.when != "start")
     f["when"].fail("when '" + fs.when + "' is not one of step, recovery, start");
   static const std::set<std::string> actions{"kill", "stop", "cont", "slow",
-                                             "cut", "heal", "reset"};
+                                             "cut", "heal", "reset", "hog"};
   if (!actions.count(fs.action))
     f["action"].fail("action '" + fs.action
-                     + "' is not one of kill, stop, cont, slow, cut, heal, reset");
+                     + "' is not one of kill, stop, cont, slow, cut, heal, reset, hog");
   if (fs.node < 0 || static_cast<size_t>(fs.node) >= num_nodes)
     f["node"].fail("node " + std::to_string(fs.node) + " is not in 'nodes' ("
                    + std::to_string(num_nodes) + " nodes)");
@@ -85,6 +90,8 @@ fault_spec parse_fault(const json& j, const json_field& f, size_t num_nodes) {
     f.fail("step and delay_ms must be >= 0");
   if (fs.action == "slow" && !(fs.slowdown >= 1.0))
     f["slowdown"].fail("must be >= 1");
+  if (fs.action == "hog" && fs.bytes <= 0)
+    f["bytes"].fail("a hog needs bytes > 0 (a memory size, e.g. \"512MiB\")");
   return fs;
 }
 

@@ -1,24 +1,52 @@
 #include "process_memory.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 namespace asteroid::actors::detail {
 
-int64_t resident_peak_bytes() {
+namespace {
+
+/// A "Name:   N kB" line of /proc/self/status, in bytes; -1 without one.
+int64_t status_bytes(const char* field) {
   std::ifstream status{"/proc/self/status"};
+  const std::string prefix = std::string(field) + ":";
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) != 0)
+    if (line.rfind(prefix, 0) != 0)
       continue;
-    std::istringstream fields{line.substr(6)};
+    std::istringstream fields{line.substr(prefix.size())};
     int64_t kib = -1;
     if (fields >> kib && kib >= 0)
       return kib * 1024;
     return -1;
   }
   return -1;
+}
+
+std::atomic<int64_t> baseline{-1};
+
+} // namespace
+
+int64_t resident_peak_bytes() { return status_bytes("VmHWM"); }
+
+int64_t resident_bytes() { return status_bytes("VmRSS"); }
+
+void restart_peak_measurement() {
+  // "5" resets VmHWM to the current resident size (proc(5), clear_refs).
+  std::ofstream{"/proc/self/clear_refs"} << "5";
+  baseline.store(resident_bytes());
+}
+
+int64_t job_peak_bytes() {
+  auto base = baseline.load();
+  auto peak = resident_peak_bytes();
+  if (base < 0 || peak < 0)
+    return -1;
+  return std::max<int64_t>(0, peak - base);
 }
 
 } // namespace asteroid::actors::detail

@@ -11,4 +11,20 @@ namespace asteroid::actors::detail {
 /// together); -1 where the system does not say.
 int64_t resident_peak_bytes();
 
+/// What the process holds resident now (VmRSS); -1 where the system does
+/// not say.
+int64_t resident_bytes();
+
+/// Starts measuring a job's peak: the baseline becomes what the process
+/// holds now (LibTorch, CAF, the node itself, and what an earlier job left
+/// in the allocator's heap), and the kernel's high-water mark is reset to it
+/// (/proc/self/clear_refs; where that is refused, the mark keeps earlier
+/// peaks). A node calls it as its device starts and when a job claims it.
+void restart_peak_measurement();
+
+/// The resident high-water mark above the baseline (at least 0): the peak
+/// the job added, which the node's memory budget is for; -1 where the
+/// system does not say or no measurement was started.
+int64_t job_peak_bytes();
+
 } // namespace asteroid::actors::detail

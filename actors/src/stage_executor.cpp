@@ -275,6 +275,7 @@ void finish_step(replica_self* self) {
                         {"model_bytes", e.model_bytes},
                         {"predicted_bytes", e.predicted_bytes},
                         {"peak_rss_bytes", resident_peak_bytes()},
+                        {"job_peak_bytes", job_peak_bytes()},
                         {"memory_budget_bytes", e.spec.memory_budget},
                         {"micro_batch_reports", st.progress_sent},
                         {"bytes", st.bytes},

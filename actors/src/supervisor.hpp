@@ -174,6 +174,10 @@ private:
   bool drift_tracking_on() const {
     return ft().drift_factor > 1.0 && snapshots_on() && can_plan();
   }
+  /// Whether track_memory re-plans for nodes over their budgets.
+  bool memory_tracking_on() const {
+    return ft().memory_replan && snapshots_on() && can_plan();
+  }
   const planner::model_profile& profile();
   /// The cluster the planner sees: measured links or the reports, with
   /// drift corrections.
@@ -296,6 +300,11 @@ private:
   bool rejoin(int64_t step, bool admit);
   void reconnect_closed();
   bool track_speed(int64_t step, const std::vector<json>& reports);
+  /// Re-plans when a node's measured peak (above its process's baseline)
+  /// exceeds its memory budget, the planner seeing that budget shrunk by
+  /// the overshoot; at a boundary no step runs ahead across (else it holds
+  /// run-ahead back and decides at the next one).
+  bool track_memory(int64_t step, const std::vector<json>& reports);
   void replan_at_boundary(int64_t step, const std::string& event, json rec);
   /// The current plan without the dead devices: patched (only their work
   /// moves; `rebalance` re-schedules it over their groups), or, with a
@@ -402,6 +411,13 @@ private:
   std::map<int, speed_track> speed_track_;
   /// Measured speed corrections (drift), multiplied into the cluster.
   std::vector<double> speed_scale_;
+  /// Memory budget corrections (nodes over budget), multiplied into the
+  /// cluster; and the peak that last triggered one, by device.
+  std::vector<double> memory_scale_;
+  std::map<int, int64_t> over_budget_peak_;
+  /// A node is over budget but the next step ran ahead: decide at the next
+  /// boundary, with nothing run ahead across it.
+  bool memory_replan_due_ = false;
   int64_t checkpoint_step_ = -1;
   job_result result_;
 };

@@ -1,5 +1,6 @@
 // Supervisor: links between nodes, deployment of a plan, snapshots and state.
 #include "supervisor.hpp"
+#include "supervisor_ask.hpp"
 
 #include "asteroid/actors/data_plane.hpp"
 
@@ -39,75 +40,6 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
                             + std::to_string(r.replica) + " went down: "
                             + sys_.render(dm.reason)};
   return {-1, {}};
-}
-
-template <class... Reply, class Handle, class... Ts>
-caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
-                             const std::string& what, const Ts&... xs) {
-  self_->send(to, xs...);
-  return await_reply<Reply...>(d, to, timeout, what);
-}
-
-template <class... Reply, class Handle>
-caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeout,
-                                     const std::string& what) {
-  // A plain send: the answer comes back as an ordinary message, so one
-  // receive sees it and a down message alike. Heartbeats go on meanwhile:
-  // a node that hangs (SIGSTOP, a silent cut) keeps its connection open,
-  // and without them a deployment would wait for the whole timeout and
-  // then fail the job. Nodes answer heartbeats while they build a replica
-  // (device.cpp), so a busy node is not taken for a hung one.
-  auto from = caf::actor_cast<caf::strong_actor_ptr>(to);
-  auto deadline = clock::now() + timeout;
-  heartbeats_.catch_up(clock::now());
-  std::optional<caf::message> reply;
-  std::pair<int, std::string> gone{-1, {}};
-  while (!reply) {
-    auto now = clock::now();
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
-    if (left.count() <= 0)
-      throw std::runtime_error(what + ": no answer"
-                               + (d >= 0 ? " from node " + who(d) : std::string{})
-                               + " within " + std::to_string(timeout.count()) + " ms");
-    if (heartbeats_.due(now))
-      ping_all(now);
-    // Further silent devices stay marked in the monitor: drain_losses
-    // takes them before the next plan.
-    for (int x : heartbeats_.newly_dead(now))
-      if (gone.first < 0 && !dead_.count(x))
-        gone = {x, silence_reason()};
-    auto wait = std::max(milliseconds(1),
-                         std::min(left, std::chrono::duration_cast<milliseconds>(
-                                          heartbeats_.next_ping() - now)));
-    if (gone.first < 0) {
-      self_->receive(
-        [&](caf::down_msg& dm) {
-          auto down = device_down(dm);
-          if (down.first >= 0 && !dead_.count(down.first))
-            gone = down;
-        },
-        [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
-        // Anything else waits for the step loop (late reports).
-        caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
-          if (self_->current_sender() != from
-              || !x.content().template match_elements<Reply...>())
-            return caf::skip;
-          reply = x.move_content_to_message();
-          return caf::message{};
-        },
-        caf::after(wait) >> [] {});
-    }
-    if (gone.first >= 0) {
-      // d's device still answers, later (a replica's answer needs no
-      // waiting for: the replica is stopped with its deployment).
-      if (d >= 0 && gone.first != d
-          && from == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
-        ++abandoned_[d];
-      throw device_lost(gone.first, what + ": node " + who(gone.first)
-                                      + " was lost: " + gone.second);
-    }
-  }
-  return std::move(*reply);
 }
 
 void supervisor::settle_abandoned(int64_t step) {

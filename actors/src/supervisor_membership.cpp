@@ -190,6 +190,7 @@ bool supervisor::add_requested(int64_t step) {
     caps_.push_back(caps);
     nodes_.push_back(endpoint);
     speed_scale_.push_back(1.0);
+    memory_scale_.push_back(1.0);
     self_->monitor(handle);
     claimed_.insert(d);
     if (links_) {

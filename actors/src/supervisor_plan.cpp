@@ -94,6 +94,9 @@ planner::cluster supervisor::full_cluster() const {
   auto c = links_ ? *links_ : reported_cluster();
   for (size_t d = 0; d < c.devices.size() && d < speed_scale_.size(); ++d)
     c.devices[d].speed *= speed_scale_[d];
+  for (size_t d = 0; d < c.devices.size() && d < memory_scale_.size(); ++d)
+    c.devices[d].memory_bytes = static_cast<int64_t>(
+      static_cast<double>(c.devices[d].memory_bytes) * memory_scale_[d]);
   // The planner prices stage-boundary transfers at the bytes the job's
   // compression puts on the wire.
   c.activation_wire_ratio = kernels::wire_ratio(

@@ -402,4 +402,51 @@ bool supervisor::track_speed(int64_t step, const std::vector<json>& reports) {
   return true;
 }
 
+bool supervisor::track_memory(int64_t step, const std::vector<json>& reports) {
+  // A node's budget is for what its jobs add to the process (weights,
+  // optimizer state, activations in flight, buffers); the planner predicts
+  // that, but not autograd's inner stash, allocator slack or another
+  // tenant's memory. A node whose measured peak above its baseline exceeds
+  // the budget is treated like one that slowed down: the planner sees its
+  // budget shrunk by the overshoot and plans again. The peak is a high-water
+  // mark and stays, so the same overshoot never triggers twice; a peak that
+  // grows 10 % past the last trigger does.
+  if (!memory_tracking_on())
+    return false;
+  int over = -1;
+  int64_t peak = 0, budget = 0;
+  for (const auto& rep : reports) {
+    int s = rep["stage"], r = rep["replica"];
+    int d = stages_[s][r].device;
+    auto p = rep.value("job_peak_bytes", int64_t{-1});
+    auto b = rep.value("memory_budget_bytes", int64_t{-1});
+    auto last = over_budget_peak_.count(d) ? over_budget_peak_[d] : int64_t{0};
+    if (b > 0 && p > b && static_cast<double>(p) > 1.1 * static_cast<double>(last)) {
+      over = d;
+      peak = p;
+      budget = b;
+      break;
+    }
+  }
+  if (over < 0) {
+    memory_replan_due_ = false;
+    return false;
+  }
+  if (started_ahead(step)) {
+    memory_replan_due_ = true; // the next boundary decides, with nothing ahead
+    return false;
+  }
+  memory_replan_due_ = false;
+  over_budget_peak_[over] = peak;
+  memory_scale_[over] *= static_cast<double>(budget) / static_cast<double>(peak);
+  replan_at_boundary(step, "over_budget",
+                     {{"node", name_of(over)},
+                      {"peak_bytes", peak},
+                      {"budget_bytes", budget},
+                      {"planning_budget_bytes",
+                       static_cast<int64_t>(static_cast<double>(budget)
+                                            * memory_scale_[over])}});
+  return true;
+}
+
 } // namespace asteroid::actors::detail

@@ -37,6 +37,7 @@ job_result supervisor::run() {
   const int64_t first_step = std::max<int64_t>(resumed.version, 0);
   claim_nodes();
   speed_scale_.assign(devices_.size(), 1.0);
+  memory_scale_.assign(devices_.size(), 1.0);
   if (!job_.plan && job_.measure_links
       && nodes_.size() == devices_.size()) {
     link_probe_options lp;
@@ -169,8 +170,8 @@ job_result supervisor::run() {
         catch_up_step_.reset();
       }
       ++step;
-      if (step < total_steps)
-        track_speed(step, reports);
+      if (step < total_steps && !track_speed(step, reports))
+        track_memory(step, reports);
       auto elapsed = (t1 - t_start) * 1e-6;
       progress_.update("step " + std::to_string(step) + "/"
                          + std::to_string(total_steps),

@@ -1,5 +1,6 @@
 // Supervisor: one step (feed, wait, heartbeats, scripted faults) and its metrics.
 #include "supervisor.hpp"
+#include "supervisor_ask.hpp"
 
 #include "asteroid/actors/link_switch.hpp"
 #include "asteroid/actors/node.hpp"
@@ -49,7 +50,7 @@ namespace {
 /// Why fault `f` cannot be injected into a node with capabilities `caps`
 /// ("" if it can).
 std::string injection_problem(const fault_spec& f, const json& caps) {
-  if (f.action == "slow")
+  if (f.action == "slow" || f.action == "hog")
     return "";
   if (f.action == "reset")
     return caps.value("data_port", int64_t{0}) > 0
@@ -94,6 +95,24 @@ void supervisor::inject(const fault_spec& f) {
                 static_cast<int32_t>(f.slowdown * 1000.0 + 0.5));
   } else if (f.action == "reset") {
     self_->send(devices_[d], reset_atom::value);
+  } else if (f.action == "hog") {
+    // Waited for at a step boundary (run_step; the node keeps answering
+    // heartbeats meanwhile): from here on the node holds the memory,
+    // however long writing it took. A device lost meanwhile is left to the
+    // heartbeats, which see it silent.
+    rec["bytes"] = f.bytes;
+    std::string err;
+    try {
+      auto reply = ask<std::string>(d, devices_[d], milliseconds(60000), "a memory hog",
+                                    hog_atom::value, f.bytes);
+      err = reply.get_as<std::string>(0);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    if (!err.empty()) {
+      spdlog::error("fault injection: node {}: {}", who(d), err);
+      rec["error"] = err;
+    }
   } else if (f.action == "cut" || f.action == "heal") {
     auto dev = caps_[d].value("link_interface", std::string{});
     rec["interface"] = dev;
@@ -159,6 +178,14 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
 std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
                                    const std::function<const data::batch*()>& next,
                                    std::vector<json>& reports) {
+  // A memory hog holds its memory before its step starts (the step never
+  // sees the node without it): injected here, waited for; never run ahead
+  // across (may_run_ahead).
+  if (!started_ahead(step))
+    for (size_t i = 0; i < job_.faults.size(); ++i)
+      if (job_.faults[i].action == "hog" && job_.faults[i].when == "step"
+          && job_.faults[i].step <= step && faults_fired_.insert(i).second)
+        inject(job_.faults[i]);
   auto t0 = clock::now();
   heartbeats_.catch_up(t0);
   if (fed_step_ != step)
@@ -278,7 +305,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
 
 bool supervisor::may_run_ahead(int64_t next) {
   if (!job_.run_ahead || !returned_.empty() || drift_may_replan_next()
-      || stop_requested()
+      || memory_replan_due_ || stop_requested()
       || (control_ && (control_->removals_pending() || control_->additions_pending())))
     return false;
   if (checkpoints_on() && next % ft().checkpoint_every == 0
@@ -330,6 +357,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"model_bytes", rep.value("model_bytes", int64_t{0})},
                     {"predicted_bytes", rep.value("predicted_bytes", int64_t{0})},
                     {"peak_rss_bytes", rep.value("peak_rss_bytes", int64_t{-1})},
+                    {"job_peak_bytes", rep.value("job_peak_bytes", int64_t{-1})},
                     {"memory_budget_bytes", rep.value("memory_budget_bytes", int64_t{-1})},
                     {"channels", rep.value("channels", json::object())}});
     if (step < job_.trace_steps)

@@ -95,6 +95,17 @@ actors::job_spec cnn_three_stage_job() {
   return job;
 }
 
+/// cnn on 3 devices, stage 0 on devices 0 and 1 (4 + 4 rows), the rest on
+/// device 2, with the planner for re-planning (drift, memory).
+actors::job_spec cnn_replanning_job(int64_t steps) {
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {4, 4}},
+                                              {2, 4, {2}, {8}}}));
+  job.planner = "asteroid"; // re-planning needs the planner
+  job.optimizer.lr = 0.02;
+  job.max_steps = steps;
+  return job;
+}
+
 } // namespace
 
 TEST_CASE("data-plane connections broken mid-step heal: no recovery, and the "
@@ -501,11 +512,7 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
 
 TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
           "without changing the math") {
-  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0, 1}, {4, 4}},
-                                              {2, 4, {2}, {8}}}));
-  job.planner = "asteroid"; // re-planning needs the planner
-  job.optimizer.lr = 0.02;
-  job.max_steps = 18;
+  auto job = cnn_replanning_job(18);
   actors::fault_spec slow = fault(1, 6, "slow", 0);
   slow.slowdown = 8.0;
   job.faults = {slow};
@@ -523,6 +530,36 @@ TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
   std::printf("[drift] %s\n", drift->dump().c_str());
   CHECK((*drift)["node"] == "node1");
   CHECK((*drift)["busy_ratio"].get<double>() > 2.0);
+  CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
+}
+
+TEST_CASE("a node whose measured memory peak exceeds its budget triggers "
+          "re-planning once, without changing the math") {
+  auto job = cnn_replanning_job(12);
+  // node1 comes under memory pressure from outside the job: it holds 384 MiB
+  // more from step 4 on, over its 256 MiB budget (the job itself adds a few
+  // MiB to each node's process).
+  actors::fault_spec hog = fault(1, 4, "hog", 0);
+  hog.bytes = int64_t{384} << 20;
+  job.faults = {hog};
+  auto opts = cluster_options(3, 27425);
+  opts.memory = {int64_t{256} << 20};
+  actors::local_cluster cluster{opts};
+  auto train = synthetic(job.batch_size * job.max_steps);
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == job.max_steps);
+  auto* over = find_event(r, "over_budget");
+  REQUIRE(over);
+  std::printf("[over_budget] %s\n", over->dump().c_str());
+  CHECK((*over)["node"] == "node1");
+  CHECK((*over)["budget_bytes"] == int64_t{256} << 20);
+  CHECK((*over)["peak_bytes"].get<int64_t>() > int64_t{384} << 20);
+  CHECK((*over)["planning_budget_bytes"].get<int64_t>() < int64_t{256} << 20);
+  CHECK((*over)["step"].get<int64_t>() >= 5);
+  // The high-water mark stays: the same overshoot does not re-plan again.
+  CHECK(std::count_if(r.fault_events.begin(), r.fault_events.end(),
+                      [](const json& e) { return e["event"] == "over_budget"; })
+        == 1);
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
 

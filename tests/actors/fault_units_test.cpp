@@ -174,10 +174,33 @@ TEST_CASE("job file: every fault action is known, and an unknown one is "
   CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
                     Catch::Contains("faults[0]")
                       && Catch::Contains("'unplug' is not one of kill, stop, "
-                                         "cont, slow, cut, heal, reset"));
+                                         "cont, slow, cut, heal, reset, hog"));
   job["faults"] = {{{"step", 2}, {"node", 2}, {"action", "cut"}}};
   CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
                     Catch::Contains("node 2 is not in 'nodes' (2 nodes)"));
+}
+
+TEST_CASE("job file: a hog fault holds a memory size, and one without bytes "
+          "or with a bad size is named") {
+  json job{{"model", "mlp"},
+           {"nodes", {"127.0.0.1:1", "127.0.0.1:2"}},
+           {"planner", "asteroid"}};
+  job["faults"] = {{{"step", 2}, {"node", 1}, {"action", "hog"}, {"bytes", "384MiB"}}};
+  auto parsed = actors::parse_job(job, "j.json");
+  CHECK(parsed.faults.at(0).bytes == int64_t{384} << 20);
+  CHECK(parsed.fault_tolerance.memory_replan);
+  job["faults"][0].erase("bytes");
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("faults[0].bytes") && Catch::Contains("bytes > 0"));
+  job["faults"][0]["bytes"] = "lots";
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("faults[0].bytes") && Catch::Contains("lots"));
+  job.erase("faults");
+  job["fault_tolerance"] = {{"memory_replan", false}};
+  CHECK_FALSE(actors::parse_job(job, "j.json").fault_tolerance.memory_replan);
+  job["fault_tolerance"] = {{"memory_replan", 3}};
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("memory_replan"));
 }
 
 TEST_CASE("job file: a fault fires during a step by default, or during a "

@@ -52,6 +52,12 @@ struct fault_tolerance_options {
   /// `drift_steps` steps in a row; 0: never. Needs a profile.
   double drift_factor = 2.0;
   int drift_steps = 3;
+  /// Re-plan when a node reports a measured peak (its resident high-water
+  /// mark above what the process held before any job) over its memory
+  /// budget: the planner then sees that node's budget shrunk by the
+  /// overshoot. Again only when the peak grows 10 % past the last trigger.
+  /// false: reported in the iteration records only. Needs a profile.
+  bool memory_replan = true;
   /// "restart" baseline: checkpoint file and period in steps.
   std::string checkpoint_path;
   int64_t checkpoint_every = 10;
@@ -65,11 +71,15 @@ struct fault_spec {
   /// "kill" (SIGKILL), "stop" (SIGSTOP), "cont" (SIGCONT), "slow" (set the
   /// emulated slowdown to `slowdown`), "cut" / "heal" (take the node's link
   /// down / up again), "reset" (break every data-plane connection of the
-  /// node, as a network fault would: the links heal, no recovery). Signals need the node's pid, so they work for nodes on
+  /// node, as a network fault would: the links heal, no recovery), "hog"
+  /// (the node holds `bytes` more memory resident until the job ends:
+  /// memory pressure from outside the job; as `step` starts, whatever
+  /// `delay_ms`: the step waits until the node holds it). Signals need the node's pid, so they work for nodes on
   /// this machine only; cuts need a node that reports a link interface
   /// (`asteroid node --link-interface`, set by the emulated testbed).
   std::string action = "kill";
   double slowdown = 1.0;
+  int64_t bytes = 0; ///< "hog" only
   /// "step": while `step` runs (`delay_ms` after its start). "recovery": as
   /// the first recovery of a failure at `step` or later starts deploying
   /// its plan: a second loss in the middle of a recovery, as when devices on

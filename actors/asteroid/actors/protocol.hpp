@@ -61,6 +61,7 @@ using halt_atom = caf::atom_constant<caf::atom("ast_halt")>;
 using progress_atom = caf::atom_constant<caf::atom("ast_mbprog")>;
 using where_atom = caf::atom_constant<caf::atom("ast_where")>;
 using reset_atom = caf::atom_constant<caf::atom("ast_reset")>;
+using hog_atom = caf::atom_constant<caf::atom("ast_hog")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -119,6 +120,10 @@ using device_actor = caf::typed_actor<
   /// Breaks every data-plane connection of the node at once, as a network
   /// fault would (the job's `reset` fault); its links heal by themselves.
   caf::reacts_to<reset_atom>,
+  /// Holds this many more bytes resident until the job frees the node (the
+  /// job's `hog` fault: memory pressure); 0 gives them back: "" once held,
+  /// else why not.
+  caf::replies_to<hog_atom, int64_t>::with<std::string>,
   /// Builds a replica (spec JSON, encoded state; empty state and the spec's
   /// restore_version: from this node's snapshots) for the job that holds
   /// the node (the spec names it): error, replica.
