@@ -18,14 +18,14 @@ public:
   /// all, so that an injected fault cannot take the machine down with the
   /// node. `who` names the node in the log.
   std::string hold(int64_t bytes, const std::string& who);
-  /// Gives everything back.
+  /// Gives everything back, and drops a hog still being written.
   void release();
-  int64_t bytes() const;
 
 private:
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<std::unique_ptr<char[]>> blocks_;
-  int64_t bytes_ = 0;
+  int64_t bytes_ = 0; ///< held, and being written
+  uint64_t epoch_ = 0; ///< releases so far: a hog written across one is dropped
 };
 
 } // namespace asteroid::actors::detail
