@@ -53,8 +53,8 @@ struct fault_tolerance_options {
   double drift_factor = 2.0;
   int drift_steps = 3;
   /// Re-plan when a node reports a measured peak (its resident high-water
-  /// mark above what the process held before any job) over its memory
-  /// budget: the planner then sees that node's budget shrunk by the
+  /// mark above what the process held when the job claimed it) over its
+  /// memory budget: the planner then sees that node's budget shrunk by the
   /// overshoot. Again only when the peak grows 10 % past the last trigger.
   /// false: reported in the iteration records only. Needs a profile.
   bool memory_replan = true;
