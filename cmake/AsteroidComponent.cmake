@@ -18,11 +18,25 @@ function(asteroid_component)
   if(arg_TORCH)
     target_link_libraries(${target} PUBLIC torch)
     asteroid_torch_pch(${target})
+    asteroid_unity_build(${target})
   endif()
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${arg_NAME})
   set(ASTEROID_COMPONENTS ${ASTEROID_COMPONENTS} ${target} CACHE INTERNAL "")
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/asteroid
           DESTINATION include FILES_MATCHING PATTERN "*.hpp")
+endfunction()
+
+# Compiles a LibTorch layer's sources a few at a time in one translation unit
+# (CMake's unity build): each of them otherwise pays on its own for loading
+# the precompiled LibTorch header and parsing CAF, spdlog and JSON, which was
+# most of a clean build's time on CI's two cores. Batches of a few keep both
+# cores busy and a one-file edit's rebuild short. CUDA sources stay apart.
+function(asteroid_unity_build target)
+  if(NOT ASTEROID_UNITY_BUILD)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES
+    UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ASTEROID_UNITY_BATCH})
 endfunction()
 
 # Precompiles <torch/torch.h> once per kind of target and reuses it: a torch

@@ -13,14 +13,14 @@ struct micro_batch_state {
   static inline const char* name = "asteroid.micro_batch";
 };
 
-using self_ptr = micro_batch_actor::stateful_pointer<micro_batch_state>;
+using micro_batch_self = micro_batch_actor::stateful_pointer<micro_batch_state>;
 
 std::string name_of(const micro_batch_route& r) {
   return "micro-batch " + std::to_string(r.micro_batch) + " of step "
          + std::to_string(r.step);
 }
 
-micro_batch_actor::behavior_type micro_batch_fun(self_ptr self,
+micro_batch_actor::behavior_type micro_batch_fun(micro_batch_self self,
                                                  micro_batch_route route) {
   auto name = name_of(route);
   self->state.progress.emplace(std::move(route));

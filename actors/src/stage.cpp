@@ -41,7 +41,7 @@ struct stage_actor_state {
   static inline const char* name = "asteroid.stage";
 };
 
-using self_ptr = stage_actor::stateful_pointer<stage_actor_state>;
+using stage_self = stage_actor::stateful_pointer<stage_actor_state>;
 
 /// One deployment in progress.
 struct deployment_run {
@@ -66,7 +66,7 @@ struct deployment_run {
 
 using run_ptr = std::shared_ptr<deployment_run>;
 
-void quit_when_settled(self_ptr self) {
+void quit_when_settled(stage_self self) {
   auto& st = self->state;
   if (!st.stopping)
     return;
@@ -76,11 +76,11 @@ void quit_when_settled(self_ptr self) {
   self->quit();
 }
 
-bool stale(self_ptr self, const run_ptr& run) {
+bool stale(stage_self self, const run_ptr& run) {
   return self->state.stopping || run->epoch != self->state.epoch;
 }
 
-void member_ready(self_ptr self, const run_ptr& run, size_t i, replica_actor r) {
+void member_ready(stage_self self, const run_ptr& run, size_t i, replica_actor r) {
   self->state.members[i] = r;
   run->replicas[i] = caf::actor_cast<caf::actor>(r);
   if (--run->outstanding > 0 || run->answered)
@@ -97,7 +97,7 @@ void member_ready(self_ptr self, const run_ptr& run, size_t i, replica_actor r) 
   run->promise.deliver(std::string{}, run->replicas, report.dump());
 }
 
-void build(self_ptr self, const run_ptr& run, size_t i) {
+void build(stage_self self, const run_ptr& run, size_t i) {
   const auto& m = run->plan.members[i];
   auto spec = m.spec;
   bool local = m.restore_version >= 0;
@@ -136,7 +136,7 @@ void build(self_ptr self, const run_ptr& run, size_t i) {
       });
 }
 
-void reconfigure(self_ptr self, const run_ptr& run, size_t i, replica_actor kept) {
+void reconfigure(stage_self self, const run_ptr& run, size_t i, replica_actor kept) {
   const auto& m = run->plan.members[i];
   auto label = m.spec.value("label", std::string{});
   self
@@ -166,7 +166,7 @@ void reconfigure(self_ptr self, const run_ptr& run, size_t i, replica_actor kept
       });
 }
 
-stage_actor::behavior_type stage_fun(self_ptr self, int stage, int first_layer,
+stage_actor::behavior_type stage_fun(stage_self self, int stage, int first_layer,
                                      int end_layer) {
   self->state.label = "stage " + std::to_string(stage) + " (layers "
                       + std::to_string(first_layer) + "-"

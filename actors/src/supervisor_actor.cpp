@@ -41,18 +41,18 @@ struct supervisor_state {
   static inline const char* name = "asteroid.supervisor";
 };
 
-using self_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
+using supervisor_self = supervisor_actor::stateful_pointer<supervisor_state>;
 
 json state_event(job_state s) {
   return {{"event", "state"}, {"state", to_string(s)}};
 }
 
-void publish(self_ptr self, const std::string& text) {
+void publish(supervisor_self self, const std::string& text) {
   for (auto& s : self->state.subscribers)
     caf::anon_send(s, job_event_atom::value, text);
 }
 
-void enter(self_ptr self, job_state to) {
+void enter(supervisor_self self, job_state to) {
   auto from = self->state.machine.state();
   if (!self->state.machine.advance(to)) {
     spdlog::warn("supervisor: ignored a change of state from {} to {}",
@@ -62,7 +62,7 @@ void enter(self_ptr self, job_state to) {
   publish(self, state_event(to).dump());
 }
 
-void finish(self_ptr self, job_outcome_ptr outcome) {
+void finish(supervisor_self self, job_outcome_ptr outcome) {
   auto& st = self->state;
   st.outcome = std::move(outcome);
   if (st.outcome->state == job_state::finished)
@@ -89,7 +89,7 @@ void track(supervisor_state& st, const json& rec) {
   }
 }
 
-void start_engine(self_ptr self) {
+void start_engine(supervisor_self self) {
   auto& st = self->state;
   st.engine = self->spawn<caf::detached>(detail::run_supervisor_engine,
                                          supervisor_actor{self}, st.inputs,
@@ -97,14 +97,14 @@ void start_engine(self_ptr self) {
   self->monitor(st.engine);
 }
 
-bool from_engine(self_ptr self) {
+bool from_engine(supervisor_self self) {
   return self->state.engine
          && self->current_sender()
               == caf::actor_cast<caf::strong_actor_ptr>(self->state.engine);
 }
 
 supervisor_actor::behavior_type
-supervisor_fun(self_ptr self, std::shared_ptr<detail::job_inputs> inputs) {
+supervisor_fun(supervisor_self self, std::shared_ptr<detail::job_inputs> inputs) {
   self->state.inputs = std::move(inputs);
   detail::drop_unexpected(self, "supervisor");
   self->set_down_handler([self](const caf::down_msg& dm) {

@@ -11,7 +11,7 @@ namespace {
 constexpr int64_t max_positions = 512;
 constexpr double layer_norm_eps = 1e-12;
 
-nn::LayerNorm layer_norm(int64_t hidden) {
+nn::LayerNorm bert_layer_norm(int64_t hidden) {
   return nn::LayerNorm(nn::LayerNormOptions({hidden}).eps(layer_norm_eps));
 }
 
@@ -22,7 +22,7 @@ bert_embeddings_impl::bert_embeddings_impl(int64_t vocab, int64_t positions,
   word_ = register_module("word", nn::Embedding(vocab, hidden));
   position_ = register_module("position", nn::Embedding(positions, hidden));
   token_type_ = register_module("token_type", nn::Embedding(2, hidden));
-  norm_ = register_module("norm", layer_norm(hidden));
+  norm_ = register_module("norm", bert_layer_norm(hidden));
   dropout_ = register_module("dropout", nn::Dropout(dropout));
 }
 
@@ -40,12 +40,12 @@ bert_layer_impl::bert_layer_impl(int64_t hidden, int64_t heads,
     : part_(part) {
   if (part != block_part::mlp) {
     attention_ = register_module("attention", self_attention(hidden, heads, dropout));
-    norm1_ = register_module("norm1", layer_norm(hidden));
+    norm1_ = register_module("norm1", bert_layer_norm(hidden));
   }
   if (part != block_part::attention) {
     fc1_ = register_module("fc1", nn::Linear(hidden, intermediate));
     fc2_ = register_module("fc2", nn::Linear(intermediate, hidden));
-    norm2_ = register_module("norm2", layer_norm(hidden));
+    norm2_ = register_module("norm2", bert_layer_norm(hidden));
   }
   dropout_ = register_module("dropout", nn::Dropout(dropout));
 }

@@ -10,7 +10,7 @@ namespace nn = torch::nn;
 
 namespace {
 
-nn::LayerNorm layer_norm(int64_t hidden) {
+nn::LayerNorm vit_layer_norm(int64_t hidden) {
   return nn::LayerNorm(nn::LayerNormOptions({hidden}).eps(1e-6));
 }
 
@@ -50,12 +50,12 @@ vit_block_impl::vit_block_impl(int64_t hidden, int64_t heads, int64_t mlp_dim,
   // Constructed and initialised in the whole block's order, so that a whole
   // block draws its weights as it always did.
   if (attention) {
-    norm1_ = register_module("norm1", layer_norm(hidden));
+    norm1_ = register_module("norm1", vit_layer_norm(hidden));
     // torchvision's encoder uses no dropout on the attention weights by default.
     attention_ = register_module("attention", self_attention(hidden, heads, 0.0));
   }
   if (mlp) {
-    norm2_ = register_module("norm2", layer_norm(hidden));
+    norm2_ = register_module("norm2", vit_layer_norm(hidden));
     fc1_ = register_module("fc1", nn::Linear(hidden, mlp_dim));
     fc2_ = register_module("fc2", nn::Linear(mlp_dim, hidden));
   }
@@ -86,7 +86,7 @@ torch::Tensor vit_block_impl::forward(torch::Tensor x) {
 }
 
 vit_head_impl::vit_head_impl(int64_t hidden, int64_t classes) {
-  norm_ = register_module("norm", layer_norm(hidden));
+  norm_ = register_module("norm", vit_layer_norm(hidden));
   fc_ = register_module("fc", nn::Linear(hidden, classes));
 }
 

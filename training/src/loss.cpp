@@ -15,21 +15,21 @@ torch::Tensor summed_cross_entropy(const torch::Tensor& output,
     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
-struct registry {
+struct loss_registry {
   std::mutex mutex;
   std::map<std::string, loss_function> losses{
     {default_loss, &summed_cross_entropy}};
 };
 
-registry& the_registry() {
-  static registry r;
+loss_registry& the_loss_registry() {
+  static loss_registry r;
   return r;
 }
 
 } // namespace
 
 loss_function find_loss(const std::string& name) {
-  auto& r = the_registry();
+  auto& r = the_loss_registry();
   std::lock_guard<std::mutex> guard{r.mutex};
   auto i = r.losses.find(name);
   if (i != r.losses.end())
@@ -45,13 +45,13 @@ loss_function find_loss(const std::string& name) {
 void register_loss(const std::string& name, loss_function loss) {
   if (name.empty() || !loss)
     throw std::invalid_argument("register_loss: a loss needs a name and a function");
-  auto& r = the_registry();
+  auto& r = the_loss_registry();
   std::lock_guard<std::mutex> guard{r.mutex};
   r.losses[name] = std::move(loss);
 }
 
 std::vector<std::string> loss_names() {
-  auto& r = the_registry();
+  auto& r = the_loss_registry();
   std::lock_guard<std::mutex> guard{r.mutex};
   std::vector<std::string> names;
   for (auto& [n, f] : r.losses)

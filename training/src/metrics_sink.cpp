@@ -1,4 +1,5 @@
 #include "asteroid/training/metrics_sink.hpp"
+#include "monotonic_seconds.hpp"
 
 #include <chrono>
 #include <iostream>
@@ -6,16 +7,7 @@
 
 namespace asteroid::training {
 
-namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-} // namespace
-
-metrics_sink::metrics_sink(const std::string& target) : start_(now_s()) {
+metrics_sink::metrics_sink(const std::string& target) : start_(detail::monotonic_seconds()) {
   if (target.empty())
     return;
   if (target == "-") {
@@ -32,7 +24,7 @@ void metrics_sink::emit(const std::string& event, nlohmann::json record) {
   if (!out_ && !observer_)
     return;
   record["event"] = event;
-  record["time"] = now_s() - start_;
+  record["time"] = detail::monotonic_seconds() - start_;
   const auto line = record.dump();
   if (out_) {
     *out_ << line << '\n';

@@ -10,13 +10,13 @@ namespace asteroid::training {
 
 namespace {
 
-struct registry {
+struct factory_registry {
   std::mutex mutex;
   std::map<std::string, ranged_model_factory> factories;
 };
 
-registry& the_registry() {
-  static registry r;
+factory_registry& the_factory_registry() {
+  static factory_registry r;
   return r;
 }
 
@@ -51,7 +51,7 @@ void register_model_factory(const std::string& name, model_factory factory) {
 
 void register_model_factory(const std::string& name,
                             ranged_model_factory factory) {
-  auto& r = the_registry();
+  auto& r = the_factory_registry();
   std::lock_guard<std::mutex> guard{r.mutex};
   r.factories[name] = std::move(factory);
 }
@@ -61,7 +61,7 @@ models::sequential_model build_model(const std::string& name,
                                      const models::layer_range& layers) {
   ranged_model_factory factory;
   {
-    auto& r = the_registry();
+    auto& r = the_factory_registry();
     std::lock_guard<std::mutex> guard{r.mutex};
     auto i = r.factories.find(name);
     if (i != r.factories.end())

@@ -1,4 +1,5 @@
 #include "asteroid/training/progress_line.hpp"
+#include "monotonic_seconds.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -6,15 +7,6 @@
 #include <unistd.h>
 
 namespace asteroid::training {
-
-namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-} // namespace
 
 progress_line::progress_line(int mode)
   : enabled_(mode > 0 || (mode < 0 && isatty(STDERR_FILENO) == 1)) {
@@ -42,7 +34,7 @@ void progress_line::update(const std::string& label, int64_t done,
                            int64_t total, double samples_per_s, double loss) {
   if (!enabled_)
     return;
-  auto now = now_s();
+  auto now = detail::monotonic_seconds();
   if (done < total && last_draw_ >= 0 && now - last_draw_ < 0.2)
     return;
   last_draw_ = now;

@@ -9,6 +9,7 @@
 #include "asteroid/training/model_options_json.hpp"
 #include "asteroid/training/optimizer.hpp"
 #include "asteroid/training/progress_line.hpp"
+#include "monotonic_seconds.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -20,11 +21,6 @@
 namespace asteroid::training {
 
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 // Fills in what the dataset determines unless the user pinned the shape.
 void fit_model_to_data(models::model_options& m, const data::dataset& set,
@@ -164,7 +160,7 @@ train_result trainer::run() {
   auto max_steps = options_.max_steps;
 
   train_result result;
-  auto start = now_s();
+  auto start = detail::monotonic_seconds();
   int64_t samples_done = 0;
   auto stop = [&] { return max_steps >= 0 && step_ >= max_steps; };
   metrics.emit("start", {{"model", options_.model},
@@ -196,7 +192,7 @@ train_result trainer::run() {
       loss_sum += l;
       ++loss_count;
       samples_done += b.size();
-      auto elapsed = now_s() - start;
+      auto elapsed = detail::monotonic_seconds() - start;
       auto rate = elapsed > 0 ? samples_done / elapsed : 0.0;
       progress.update("epoch " + std::to_string(epoch_ + 1) + "/"
                         + std::to_string(options_.epochs),
@@ -237,7 +233,7 @@ train_result trainer::run() {
       save(options_.checkpoint_path);
   }
   progress.finish();
-  result.seconds = now_s() - start;
+  result.seconds = detail::monotonic_seconds() - start;
   result.samples_per_s = result.seconds > 0 ? samples_done / result.seconds
                                             : 0.0;
   result.steps = step_;
