@@ -33,7 +33,9 @@ using steady = std::chrono::steady_clock;
 
 namespace detail {
 
-namespace {
+// Not in an anonymous namespace: inbound and outbound hold these, and a
+// class with internal-linkage members draws -Wsubobject-linkage when the
+// file is compiled as part of a unity source.
 
 /// Paces writes to `rate_Bps`, 64 KiB at a time, as a link of that rate
 /// would deliver them: a slice goes to the socket when the link would have
@@ -84,8 +86,6 @@ out_frame frame_of(serialization::tensor_message m, caf::actor_id destination) {
           std::move(m.payload)};
 }
 
-} // namespace
-
 class inbound;
 class outbound;
 
@@ -129,8 +129,14 @@ struct data_plane_core {
     uint64_t acknowledged = 0; ///< its link's highest delivered sequence number
   };
 
+  /// An actor frames are delivered to, and the largest payload it expects.
+  struct sink {
+    caf::actor actor;
+    uint64_t max_payload = 0;
+  };
+
   mutable std::mutex mu; ///< guards sinks, outgoing, incoming, links, stats
-  std::map<caf::actor_id, caf::actor> sinks;
+  std::map<caf::actor_id, sink> sinks;
   std::map<std::string, std::shared_ptr<outbound>> outgoing;
   std::list<std::weak_ptr<inbound>> incoming;
   std::map<uint64_t, link_record> links;
@@ -151,6 +157,10 @@ struct data_plane_core {
   /// Closes the oldest incoming connection that has not shown itself a
   /// peer yet; false when there is none.
   bool evict_one();
+  /// The largest payload a frame with header `h` may carry: its sink's;
+  /// for a destination without one (an actor gone after a recovery), the
+  /// largest any sink expects; for a probe echo, the plane's limit.
+  uint64_t payload_cap(const frame_header& h) const;
   /// Delivers a tensor frame to its sink unless its link delivered it
   /// before; an echo is left to the caller to answer (when fresh).
   receipt receive(const frame_header& h, std::string key, std::string payload);
@@ -235,6 +245,17 @@ public:
                    peer_, serialization::to_string(h.kind), h.job,
                    serving ? "job " + std::to_string(serving) : std::string("no job"));
       plane_.count([](auto& c) { ++c.bad_connections; });
+      return false;
+    }
+    if (const auto cap = plane_.payload_cap(h); h.payload_size > cap) {
+      // More than its deployment sends the destination in one frame: refused
+      // before a byte of it is read (a peer of the job that misbehaves, or
+      // a runtime bug; the sender's link tries again and gives up).
+      spdlog::warn("data plane: closing a connection from {} that sent {} of "
+                   "{} bytes to actor {}, which expects at most {} bytes",
+                   peer_, serialization::to_string(h.kind), h.payload_size,
+                   h.destination, cap);
+      plane_.count([](auto& c) { ++c.oversized_frames; });
       return false;
     }
     proven_ = true;
@@ -987,9 +1008,21 @@ data_plane_core::receipt data_plane_core::receive(const frame_header& h, std::st
   }
   // The same message a sender in this process would have sent: receivers
   // have one handler for tensors, whichever way they came.
-  caf::anon_send(sink->second, tensor_atom::value,
+  caf::anon_send(sink->second.actor, tensor_atom::value,
                  serialization::message_of(h, std::move(key), std::move(payload)));
   return r;
+}
+
+uint64_t data_plane_core::payload_cap(const frame_header& h) const {
+  if (h.kind == tensor_kind::echo)
+    return opts.limits.max_payload;
+  std::lock_guard<std::mutex> guard{mu};
+  if (auto it = sinks.find(h.destination); it != sinks.end())
+    return it->second.max_payload;
+  uint64_t largest = 0;
+  for (const auto& [id, s] : sinks)
+    largest = std::max(largest, s.max_payload);
+  return sinks.empty() ? opts.limits.max_payload : largest;
 }
 
 uint64_t data_plane_core::new_link_id() {
@@ -1121,12 +1154,13 @@ void data_plane::reset_connections() {
 
 int64_t data_plane::job() const { return core_->job; }
 
-void data_plane::add_sink(const caf::actor& a) {
+void data_plane::add_sink(const caf::actor& a, uint64_t max_payload) {
   if (!a)
     return;
+  const auto limit = core_->opts.limits.max_payload;
   {
     std::lock_guard<std::mutex> guard{core_->mu};
-    core_->sinks[a.id()] = a;
+    core_->sinks[a.id()] = {a, max_payload == 0 ? limit : std::min(max_payload, limit)};
   }
   std::weak_ptr<data_plane> weak = shared_from_this();
   a->attach_functor([weak, id = a.id()] {
@@ -1161,6 +1195,7 @@ std::string to_string(const data_plane::counters& c) {
          + std::to_string(c.dropped_out) + " dropped out, "
          + std::to_string(c.dropped_in) + " dropped in, "
          + std::to_string(c.bad_connections) + " bad connections, "
+         + std::to_string(c.oversized_frames) + " oversized frames refused, "
          + std::to_string(c.refused_handshakes) + " refused handshakes";
 }
 

@@ -37,6 +37,10 @@ namespace asteroid::actors {
 
 namespace {
 
+/// The largest payload a link probe's answer carries: none (its size is in
+/// `step`), with room to spare.
+constexpr uint64_t max_echo_reply = 4096;
+
 using detail::fastest_round_trips;
 using detail::max_probe_growths;
 using detail::round_trips;
@@ -170,7 +174,10 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
     self->state.halt_below, opts.memory_bytes);
   if (dp)
-    dp->add_sink(caf::actor_cast<caf::actor>(self)); // snapshots from peers
+    // Snapshots from peers: one larger than the node's whole budget could
+    // not be kept within it.
+    dp->add_sink(caf::actor_cast<caf::actor>(self),
+                 static_cast<uint64_t>(std::max<int64_t>(opts.memory_bytes, 0)));
   detail::drop_unexpected(self, "device " + opts.name);
   return {
     [=](caps_atom) -> std::string {
@@ -384,7 +391,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           channel_ptr ch;
           if (path == probe_data_plane) {
             peer_dp = data_endpoint(endpoint, port);
-            dp->add_sink(caf::actor_cast<caf::actor>(w));
+            dp->add_sink(caf::actor_cast<caf::actor>(w), max_echo_reply);
             ch = make_tcp_channel(dp, peer_dp, 0);
           } else {
             ch = make_caf_channel(caf::actor_cast<caf::actor>(peer));

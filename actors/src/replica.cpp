@@ -447,7 +447,8 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                    e->optimizer.get(), serialization::decode_tensors(state));
   auto r = sys.spawn<caf::detached>(replica_fun, e);
   if (dp)
-    dp->add_sink(caf::actor_cast<caf::actor>(r));
+    dp->add_sink(caf::actor_cast<caf::actor>(r),
+                 static_cast<uint64_t>(predicted.largest_frame));
   return r;
 }
 

@@ -62,6 +62,21 @@ replica_footprint predict_footprint(const models::sequential_model& stage,
   f.activations = mb * (input + outputs);
   f.link_buffers = mb * ((spec.stage + 1 < spec.num_stages ? output : 0)
                          + (spec.stage > 0 ? input : 0));
+  // Pieces from a neighbour's replica are the overlap of its rows and this
+  // one's, so never more than this replica's rows. Targets are at most as
+  // many elements as the output (classes: one), at most 8 bytes each; a
+  // ring all-reduce chunk is a slice of the stage's flattened gradients and
+  // buffers. Wire codecs only shrink a tensor, and the encoding adds a
+  // header and per-row scales: a 1/16 + 64 KiB margin covers both.
+  const bool last = spec.stage + 1 == spec.num_stages;
+  int64_t largest = rows * input;
+  if (!last)
+    largest = std::max(largest, rows * output);
+  else
+    largest = std::max(largest, rows * std::max<int64_t>(8, 2 * output));
+  if (spec.shares.size() > 1)
+    largest = std::max(largest, std::max(params, f.weights));
+  f.largest_frame = largest + largest / 16 + (int64_t{64} << 10);
   return f;
 }
 

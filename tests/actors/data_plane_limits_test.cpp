@@ -1,7 +1,8 @@
 // What a peer can make a data plane hold (issue 21, item 3): idle
-// connections, headers that claim more than they send, descriptor
-// exhaustion, echoes that name a foreign address, connections that go idle
-// or whose destination restarts. Two planes in this process, on loopback.
+// connections, headers that claim more than they send or more than their
+// destination expects, descriptor exhaustion, echoes that name a foreign
+// address, connections that go idle or whose destination restarts. Two
+// planes in this process, on loopback.
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
 
@@ -113,6 +114,25 @@ TEST_CASE("data plane: 200 idle connections and 2 GiB header claims cost "
   // Served normally once they are gone.
   REQUIRE(p.send_to_b(5, std::string(3 << 20, 'z')));
   CHECK(p.next_step() == 5);
+}
+
+TEST_CASE("data plane: a frame larger than its destination expects is "
+          "refused before it is read, and one within the cap is delivered") {
+  two_planes p;
+  p.b->add_sink(p.me, 4096); // what a replica's deployment would set
+  REQUIRE(p.send_to_b(1, std::string(4096, 'a')));
+  CHECK(p.next_step() == 1);
+  // One byte over, claimed by a peer that then sends nothing: closed on the
+  // header's word, nothing delivered.
+  CHECK(test::peer_closes_after(p.b->port(), header_bytes(0, p.me.id(), 4097)));
+  // An actor that is gone (or never was) is held to the largest cap of any
+  // sink, not to the plane's 2 GiB.
+  CHECK(test::peer_closes_after(p.b->port(), header_bytes(0, 987654, 1 << 20)));
+  CHECK(p.b->stats().oversized_frames == 2);
+  CHECK(p.next_step(200ms) == -1);
+  // A member's frames within the cap still arrive.
+  REQUIRE(p.send_to_b(2, "ok"));
+  CHECK(p.next_step() == 2);
 }
 
 TEST_CASE("data plane: a silent peer is closed after the handshake timeout, "

@@ -12,8 +12,8 @@ using namespace asteroid::test;
 using planner::instruction;
 using planner::op;
 
-TEST_CASE("replica footprint: weights, gradients, momentum, stashed activations "
-          "and link buffers from the stage's shapes", "[memory]") {
+TEST_CASE("replica footprint: weights, gradients, momentum, stashed activations, "
+          "link buffers and the largest frame from the stage's shapes", "[memory]") {
   // cnn: conv1, conv2, fc1 (3136 -> 128), classifier (128 -> 10); the last
   // stage, replica 0 with 5 rows of every micro-batch, two micro-batches
   // between forward and backward at once.
@@ -42,6 +42,14 @@ TEST_CASE("replica footprint: weights, gradients, momentum, stashed activations 
   // The last stage sends gradients back, no activations on.
   CHECK(f.link_buffers == 2 * 5 * input);
   CHECK(f.total() == 3 * params + f.activations + f.link_buffers);
+  // The largest frame a peer sends it: an all-reduce chunk (at most the
+  // stage's gradients); alone in its stage, its rows of an activation.
+  const int64_t margin = 64 << 10;
+  CHECK(f.largest_frame == params + params / 16 + margin);
+  auto alone = spec;
+  alone.shares = {5};
+  CHECK(actors::predict_footprint(stage, alone).largest_frame
+        == 5 * input + 5 * input / 16 + margin);
   spec.optimizer.kind = training::optimizer_kind::adam;
   CHECK(actors::predict_footprint(stage, spec).optimizer == 2 * params);
   spec.optimizer.kind = training::optimizer_kind::sgd;

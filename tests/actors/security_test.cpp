@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -313,6 +314,48 @@ actors::net_options with_credentials(const std::string& folder) {
   return net;
 }
 
+/// Round trips of `n` heartbeats to `device`, `pause` apart, in ms, sorted.
+std::vector<double> heartbeat_round_trips(caf::scoped_actor& self,
+                                          const actors::device_actor& device, int n,
+                                          std::chrono::milliseconds pause = 0ms) {
+  std::vector<double> rtt_ms;
+  for (int64_t i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string error;
+    self->request(device, 5s, actors::heartbeat_atom::value, i)
+      .receive([&](actors::heartbeat_atom, int64_t) {},
+               [&](caf::error& e) { error = self->system().render(e); });
+    if (!error.empty())
+      FAIL("heartbeat " << i << ": " << error);
+    rtt_ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count());
+    std::this_thread::sleep_for(pause);
+  }
+  std::sort(rtt_ms.begin(), rtt_ms.end());
+  return rtt_ms;
+}
+
+/// Whether a small link probe crosses the data plane both ways between the
+/// first two `devices` (each node connects to the other's listener).
+bool probes_both_ways(caf::actor_system& sys, const std::vector<actors::device_actor>& devices,
+                      const std::vector<std::string>& endpoints) {
+  actors::link_probe_options lp;
+  lp.bytes = 1 << 16;
+  lp.repeats = 2;
+  auto measured = actors::measure_cluster(sys, devices, endpoints, 0, lp);
+  return measured.bandwidth(0, 1) > 0 && measured.bandwidth(1, 0) > 0;
+}
+
+/// `n` connections to 127.0.0.1:`port` that send nothing (those made).
+std::vector<int> silent_connections(uint16_t port, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i)
+    if (int fd = test::connect_loopback(port); fd >= 0)
+      fds.push_back(fd);
+  return fds;
+}
+
 } // namespace
 
 TEST_CASE("nodes with credentials: the cluster's members drive them and they "
@@ -326,12 +369,7 @@ TEST_CASE("nodes with credentials: the cluster's members drive them and they "
   // Both directions between the two nodes: each opens a CAF connection to
   // the other, and CAF closes one of the two (which lost every message
   // between them before openssl_error_queue.cpp).
-  actors::link_probe_options lp;
-  lp.bytes = 1 << 16;
-  lp.repeats = 2;
-  auto measured = actors::measure_cluster(sys, devices, cluster.endpoints(), 0, lp);
-  CHECK(measured.bandwidth(0, 1) > 0);
-  CHECK(measured.bandwidth(1, 0) > 0);
+  CHECK(probes_both_ways(sys, devices, cluster.endpoints()));
 
   const auto before = resident_kib(cluster.pids()[0]);
   two_clusters foreign_keys;
@@ -386,22 +424,9 @@ TEST_CASE("nodes with credentials: the cluster's members drive them and they "
   const int pid = cluster.pids()[0];
   const auto threads_before = status_field(pid, "Threads");
   const auto kib_before = resident_kib(pid);
-  std::vector<int> idle;
-  for (int i = 0; i < 200; ++i)
-    if (int fd = test::connect_loopback(data_port); fd >= 0)
-      idle.push_back(fd);
+  auto idle = silent_connections(data_port, 200);
   CHECK(idle.size() == 200);
-  std::vector<double> rtt_ms;
-  for (int64_t i = 0; i < 20; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    self->request(devices[0], 5s, actors::heartbeat_atom::value, i)
-      .receive([&](actors::heartbeat_atom, int64_t) {},
-               [&](caf::error& e) { FAIL(sys.render(e)); });
-    rtt_ms.push_back(std::chrono::duration<double, std::milli>(
-                       std::chrono::steady_clock::now() - t0)
-                       .count());
-  }
-  std::sort(rtt_ms.begin(), rtt_ms.end());
+  auto rtt_ms = heartbeat_round_trips(self, devices[0], 20);
   const auto threads_during = status_field(pid, "Threads");
   const auto kib_during = resident_kib(pid);
   for (int fd : idle)
@@ -413,9 +438,64 @@ TEST_CASE("nodes with credentials: the cluster's members drive them and they "
   CHECK(rtt_ms[rtt_ms.size() / 2] < 100);
   CHECK(threads_during - threads_before < 8);
   CHECK(kib_during - kib_before < 64 * 1024);
-  // And serves normally once they are gone: a probe over the data plane.
-  auto again = actors::measure_cluster(sys, devices, cluster.endpoints(), 0, lp);
-  CHECK(again.bandwidth(0, 1) > 0);
+  // And serves normally once they are gone: probes over the data plane.
+  CHECK(probes_both_ways(sys, devices, cluster.endpoints()));
+}
+
+TEST_CASE("a node process out of file descriptors keeps answering "
+          "heartbeats, backs off, and serves normally once the sockets close") {
+  actors::local_cluster cluster{tls_cluster(2, 27573)};
+  caf::actor_system_config cfg;
+  actors::configure(cfg, with_credentials(cluster.credentials_folder()));
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), 5s);
+  caf::scoped_actor self{sys};
+  std::string caps;
+  self->request(devices[0], 5s, actors::caps_atom::value)
+    .receive([&](std::string& s) { caps = std::move(s); },
+             [&](caf::error& e) { FAIL(sys.render(e)); });
+  auto data_port = static_cast<uint16_t>(
+    nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+  REQUIRE(data_port > 0);
+  const int pid = cluster.pids()[0];
+
+  // Leave node 0 sixteen descriptors beyond what it holds now (prlimit(2)
+  // on the running process), fewer than the incoming connections it would
+  // otherwise keep (64): 200 connections then run it out of descriptors.
+  auto open_descriptors = [&] {
+    return std::distance(fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"),
+                         fs::directory_iterator{});
+  };
+  rlimit low{};
+  REQUIRE(::prlimit(pid, RLIMIT_NOFILE, nullptr, &low) == 0);
+  low.rlim_cur = static_cast<rlim_t>(open_descriptors() + 16);
+  REQUIRE(::prlimit(pid, RLIMIT_NOFILE, &low, nullptr) == 0);
+
+  const auto threads_before = status_field(pid, "Threads");
+  const auto kib_before = resident_kib(pid);
+  auto flood = silent_connections(data_port, 200);
+  CHECK(flood.size() == 200);
+  auto rtt_ms = heartbeat_round_trips(self, devices[0], 30, 50ms);
+  const auto threads_during = status_field(pid, "Threads");
+  const auto kib_during = resident_kib(pid);
+  const auto descriptors_during = open_descriptors();
+  for (int fd : flood)
+    ::close(fd);
+  INFO("descriptor limit " << low.rlim_cur << ", " << descriptors_during
+       << " open during the flood; heartbeat round trips: median "
+       << rtt_ms[rtt_ms.size() / 2] << " ms, max " << rtt_ms.back()
+       << " ms; threads " << threads_before << " -> " << threads_during
+       << "; resident " << kib_before << " -> " << kib_during << " KiB");
+  CHECK(rtt_ms[rtt_ms.size() / 2] < 100);
+  CHECK(threads_during - threads_before < 8);
+  CHECK(kib_during - kib_before < 64 * 1024);
+  // It ran out (its log says so) and backed off instead of spinning.
+  CHECK_THAT(test::slurp(cluster.log_path(0)),
+             Catch::Contains("cannot accept a connection: Too many open files"));
+
+  // Serves normally once they are gone: probes both ways over the data
+  // plane (node 1 connects to node 0's listener, node 0 out to node 1).
+  CHECK(probes_both_ways(sys, devices, cluster.endpoints()));
 }
 
 TEST_CASE("a job on nodes with credentials trains to the single-device "

@@ -33,7 +33,9 @@
 /// What a peer can make a node do is bounded: malformed input closes that
 /// connection only, and so does a frame of a job other than the one the
 /// node serves (`serve_job`), before any of its payload is read; payload
-/// memory is committed as its bytes arrive, never on a header's word;
+/// memory is committed as its bytes arrive, never on a header's word, and a
+/// payload larger than its destination expects is refused unread
+/// (`add_sink`);
 /// incoming connections are capped (`max_incoming`: the oldest one that has
 /// not yet shown itself a peer makes room, else the newcomer is closed) and
 /// closed when silent (`handshake_timeout` before a first frame or the TLS
@@ -112,6 +114,9 @@ public:
     /// Frames that arrived again (a resend) after they had been delivered:
     /// dropped.
     int64_t duplicate_frames = 0;
+    /// Frames refused (and their connections closed) for a payload larger
+    /// than their destination expects (`add_sink`).
+    int64_t oversized_frames = 0;
   };
 
   /// Listens at once; throws std::runtime_error naming host:port on failure,
@@ -129,8 +134,14 @@ public:
   void serve_job(int64_t job);
   int64_t job() const;
   /// Frames whose destination is `a.id()` are delivered to `a` until it
-  /// terminates.
-  void add_sink(const caf::actor& a);
+  /// terminates. A frame to it whose payload exceeds `max_payload` (0: the
+  /// plane's `limits.max_payload`) is refused before any of it is read and
+  /// its connection closed: each sink's cap is the largest tensor its
+  /// deployment sends it (a replica's from its stage's shapes,
+  /// replica_footprint.hpp; a device's snapshot store, the node's memory
+  /// budget). A frame to an actor that is gone is held to the largest cap
+  /// of any sink.
+  void add_sink(const caf::actor& a, uint64_t max_payload = 0);
   void remove_sink(caf::actor_id id);
   /// Queues `m` as one frame to actor `destination` of the data plane at
   /// `endpoint` ("host:port"). Returns false when the frame was dropped

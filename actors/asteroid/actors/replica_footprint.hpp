@@ -24,6 +24,12 @@ struct replica_footprint {
   /// Micro-batches the replica's instruction stream holds between their
   /// forward and backward pass at once.
   int in_flight = 0;
+  /// The largest payload a peer sends the replica in one data-plane frame
+  /// (its rows of a micro-batch's input, activation, gradient or labels, or
+  /// an all-reduce chunk), with room for the encoding: its data plane
+  /// refuses a larger one unread (data_plane::add_sink). Not memory it
+  /// holds beyond the parts above.
+  int64_t largest_frame = 0;
 
   int64_t total() const {
     return weights + gradients + optimizer + activations + link_buffers;
