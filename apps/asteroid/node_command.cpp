@@ -128,6 +128,11 @@ void add_cluster_command(CLI::App& app) {
                   "Memory budgets, one for all or one per node: 2GiB,1GiB");
   cmd->add_option("--threads", o->threads, "LibTorch threads per node")
     ->capture_default_str();
+  cmd->add_option("--link-rate", o->link_rate_mbps,
+                  "Every node paces its outgoing tensor bytes to this many "
+                  "Mbit/s (emulated links on loopback; 0: off)")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
   cmd->add_option("--log-dir", o->log_dir,
                   "Folder for the nodes' logs; without it, a temporary folder "
                   "removed at exit unless the job failed");
