@@ -1160,7 +1160,11 @@ void data_plane::add_sink(const caf::actor& a, uint64_t max_payload) {
   const auto limit = core_->opts.limits.max_payload;
   {
     std::lock_guard<std::mutex> guard{core_->mu};
-    core_->sinks[a.id()] = {a, max_payload == 0 ? limit : std::min(max_payload, limit)};
+    auto [it, fresh] = core_->sinks.insert_or_assign(
+      a.id(), detail::data_plane_core::sink{a, max_payload == 0 ? limit
+                                                                : std::min(max_payload, limit)});
+    if (!fresh)
+      return; // a new cap for a sink that is already watched
   }
   std::weak_ptr<data_plane> weak = shared_from_this();
   a->attach_functor([weak, id = a.id()] {

@@ -1,6 +1,8 @@
 #include "replica_reconfigure.hpp"
 
+#include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/replica_footprint.hpp"
 
 #include <algorithm>
 
@@ -16,6 +18,7 @@ void apply_spec(engine& e) {
   e.next = spans(spec.next_shares);
   e.activation_codec = kernels::parse_wire_codec(spec.activation_codec);
   e.gradient_codec = kernels::parse_wire_codec(spec.gradient_codec);
+  e.all_reduce_codec = kernels::parse_wire_codec(spec.all_reduce_codec);
   if (!spec.error_feedback || e.gradient_codec == kernels::wire_codec::none)
     e.gradient_feedback.reset();
   else if (!e.gradient_feedback)
@@ -45,6 +48,10 @@ void reconfigure(replica_self* self, replica_spec next) {
   next.slowdown = std::max(next.slowdown, e.spec.slowdown);
   e.spec = std::move(next);
   apply_spec(e);
+  if (e.dp)
+    // Other shares, other frames: the largest one it now expects.
+    e.dp->add_sink(caf::actor_cast<caf::actor>(self),
+                   static_cast<uint64_t>(predict_footprint(e.model, e.spec).largest_frame));
   st.prev.assign(e.prev.size(), replica_actor{});
   st.next.assign(e.next.size(), replica_actor{});
   st.ring_next = nullptr;

@@ -140,7 +140,8 @@ public:
   /// deployment sends it (a replica's from its stage's shapes,
   /// replica_footprint.hpp; a device's snapshot store, the node's memory
   /// budget). A frame to an actor that is gone is held to the largest cap
-  /// of any sink.
+  /// of any sink. Called again for the same actor, it changes the cap (a
+  /// replica re-configured with other shares).
   void add_sink(const caf::actor& a, uint64_t max_payload = 0);
   void remove_sink(caf::actor_id id);
   /// Queues `m` as one frame to actor `destination` of the data plane at
