@@ -195,13 +195,15 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "micro_batch_actors", s.micro_batch_actors);
   if (auto* x = planner::optional_member(j, "compression")) {
     auto cf = f["compression"];
-    planner::check_keys(*x, cf, {"activations", "gradients", "error_feedback"});
+    planner::check_keys(*x, cf,
+                        {"activations", "gradients", "error_feedback", "all_reduce"});
     read_optional(*x, cf, "activations", s.compression.activations);
     read_optional(*x, cf, "gradients", s.compression.gradients);
     read_optional(*x, cf, "error_feedback", s.compression.error_feedback);
+    read_optional(*x, cf, "all_reduce", s.compression.all_reduce);
     try {
       check_wire_compression(s.compression.activations, s.compression.gradients,
-                             s.compression.error_feedback);
+                             s.compression.error_feedback, s.compression.all_reduce);
     } catch (const std::exception& e) {
       cf.fail(e.what());
     }

@@ -164,12 +164,14 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       return;
     torch::Tensor t;
     try {
-      // Activations and gradients cross links as the job compresses them;
-      // inputs, labels and all-reduce chunks as they are.
+      // Activations, gradients and all-reduce chunks cross links as the
+      // job compresses them; inputs and labels as they are.
       t = m.kind == tensor_kind::activation
             ? decode_wire_payload(m.payload, e->activation_codec)
           : m.kind == tensor_kind::gradient
             ? decode_wire_payload(m.payload, e->gradient_codec)
+          : m.kind == tensor_kind::all_reduce
+            ? decode_wire_payload(m.payload, e->all_reduce_codec)
             : serialization::decode_tensor(m.payload);
     } catch (const std::exception& ex) {
       spdlog::error("{}: dropped malformed {}: {}", name_of(*e), what, ex.what());

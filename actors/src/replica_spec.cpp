@@ -42,7 +42,8 @@ json to_json(const replica_spec& s) {
               {"memory_committed", s.memory_committed},
               {"activation_codec", s.activation_codec},
               {"gradient_codec", s.gradient_codec},
-              {"error_feedback", s.error_feedback}};
+              {"error_feedback", s.error_feedback},
+              {"all_reduce_codec", s.all_reduce_codec}};
 }
 
 namespace {
@@ -62,7 +63,7 @@ replica_spec read_spec(const json& j) {
                        "slowdown", "label", "recv_timeout_ms", "generation",
                        "job", "snapshot_every", "restore_version",
                        "memory_budget", "memory_committed", "activation_codec",
-                       "gradient_codec", "error_feedback"});
+                       "gradient_codec", "error_feedback", "all_reduce_codec"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -107,6 +108,7 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "activation_codec", s.activation_codec);
   read_optional(j, f, "gradient_codec", s.gradient_codec);
   read_optional(j, f, "error_feedback", s.error_feedback);
+  read_optional(j, f, "all_reduce_codec", s.all_reduce_codec);
   return s;
 }
 
@@ -128,7 +130,8 @@ void check_spec(const replica_spec& s) {
     throw std::invalid_argument("credit_window must be >= 1");
   if (!(s.slowdown >= 1.0))
     throw std::invalid_argument("slowdown must be >= 1");
-  check_wire_compression(s.activation_codec, s.gradient_codec, s.error_feedback);
+  check_wire_compression(s.activation_codec, s.gradient_codec, s.error_feedback,
+                         s.all_reduce_codec);
   // A stream from a peer is executed as it comes: it must not be able to
   // make the replica index past its micro-batches or talk to a stage that
   // is not its neighbour.

@@ -63,11 +63,12 @@ struct engine {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   /// Resolved on the last stage only (the others never compute a loss).
   training::loss_function loss;
-  /// How this replica's activations and gradients cross links (from the
-  /// spec); the residuals of error feedback when the spec asks for it,
+  /// How this replica's activations, gradients and all-reduce chunks cross
+  /// links (from the spec); the residuals of error feedback when the spec asks for it,
   /// kept across steps and re-configurations.
   kernels::wire_codec activation_codec = kernels::wire_codec::none;
   kernels::wire_codec gradient_codec = kernels::wire_codec::none;
+  kernels::wire_codec all_reduce_codec = kernels::wire_codec::none;
   std::unique_ptr<kernels::error_feedback> gradient_feedback;
   bool first = false;
   bool last = false;

@@ -1,6 +1,7 @@
 #include "ring_all_reduce.hpp"
 
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "device_clock.hpp"
 #include "replica_links.hpp"
@@ -23,7 +24,14 @@ void send_chunk(replica_self* self, int k, int idx) {
   auto [b, en] = chunk(st.ar_flat.numel(), n, idx);
   auto m = outgoing(self, serialization::tensor_kind::all_reduce);
   m.piece = static_cast<int32_t>(k);
-  m.payload = serialization::encode_tensor(st.ar_flat.slice(0, b, en));
+  auto part = st.ar_flat.slice(0, b, en);
+  const auto codec = st.e->all_reduce_codec;
+  m.payload = encode_wire_payload(part, codec);
+  if (k == n - 1 && codec != kernels::wire_codec::none)
+    // The first all-gather send: this chunk's sum is complete here, and
+    // every other replica will hold it as decoded from these bytes. Keeping
+    // the same rounding keeps the group's gradients (and weights) equal.
+    part.copy_(decode_wire_payload(m.payload, codec));
   st.bytes["ar " + link_name(st.e->spec.stage, st.e->spec.replica,
                              st.e->spec.stage,
                              (st.e->spec.replica + 1) % n)]

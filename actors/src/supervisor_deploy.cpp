@@ -316,6 +316,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.activation_codec = job_.compression.activations;
       spec.gradient_codec = job_.compression.gradients;
       spec.error_feedback = job_.compression.error_feedback;
+      spec.all_reduce_codec = job_.compression.all_reduce;
       auto d = st.devices[r];
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
                    + name_of(d);

@@ -97,12 +97,14 @@ planner::cluster supervisor::full_cluster() const {
   for (size_t d = 0; d < c.devices.size() && d < memory_scale_.size(); ++d)
     c.devices[d].memory_bytes = static_cast<int64_t>(
       static_cast<double>(c.devices[d].memory_bytes) * memory_scale_[d]);
-  // The planner prices stage-boundary transfers at the bytes the job's
-  // compression puts on the wire.
+  // The planner prices stage-boundary transfers and all-reduces at the
+  // bytes the job's compression puts on the wire.
   c.activation_wire_ratio = kernels::wire_ratio(
     kernels::parse_wire_codec(job_.compression.activations));
   c.gradient_wire_ratio = kernels::wire_ratio(
     kernels::parse_wire_codec(job_.compression.gradients));
+  c.all_reduce_wire_ratio = kernels::wire_ratio(
+    kernels::parse_wire_codec(job_.compression.all_reduce));
   return c;
 }
 
@@ -135,6 +137,7 @@ planner::plan supervisor::fresh_plan_on_survivors() {
   c.co_location_slowdown = all.co_location_slowdown;
   c.activation_wire_ratio = all.activation_wire_ratio;
   c.gradient_wire_ratio = all.gradient_wire_ratio;
+  c.all_reduce_wire_ratio = all.all_reduce_wire_ratio;
   for (size_t i = 0; i < alive.size(); ++i)
     for (size_t j = 0; j < alive.size(); ++j) {
       c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];

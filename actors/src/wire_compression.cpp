@@ -8,23 +8,35 @@ namespace asteroid::actors {
 
 using kernels::wire_codec;
 
+namespace {
+
+/// The codec `name` names, for a field that takes none, fp16 or bf16.
+wire_codec float_codec(const std::string& field, const std::string& name) {
+  wire_codec c;
+  try {
+    c = kernels::parse_wire_codec(name);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(field + ": " + e.what());
+  }
+  if (c == wire_codec::int8 || c == wire_codec::int8_channel)
+    throw std::invalid_argument(field + ": '" + name
+                                + "' is for activations only; " + field
+                                + " take none, fp16 or bf16");
+  return c;
+}
+
+} // namespace
+
 void check_wire_compression(const std::string& activations,
-                            const std::string& gradients, bool error_feedback) {
+                            const std::string& gradients, bool error_feedback,
+                            const std::string& all_reduce) {
   try {
     kernels::parse_wire_codec(activations);
   } catch (const std::exception& e) {
     throw std::invalid_argument(std::string("activations: ") + e.what());
   }
-  wire_codec g;
-  try {
-    g = kernels::parse_wire_codec(gradients);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("gradients: ") + e.what());
-  }
-  if (g == wire_codec::int8 || g == wire_codec::int8_channel)
-    throw std::invalid_argument("gradients: '" + gradients
-                                + "' is for activations only; gradients take "
-                                  "none, fp16 or bf16");
+  const auto g = float_codec("gradients", gradients);
+  float_codec("all_reduce", all_reduce);
   if (error_feedback && g == wire_codec::none)
     throw std::invalid_argument(
       "error_feedback: needs a gradients codec (fp16 or bf16) to correct");

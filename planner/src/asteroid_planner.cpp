@@ -334,7 +334,7 @@ public:
 
   double allreduce(int i, int i2, int j, int j2) const {
     const int g = j2 - j;
-    double bytes = static_cast<double>(t_.param_bytes(i, i2));
+    double bytes = static_cast<double>(t_.param_bytes(i, i2)) * c_.all_reduce_wire_ratio;
     if (g <= 1 || bytes <= 0.0)
       return 0.0;
     const auto W = static_cast<size_t>(N_ + 1);

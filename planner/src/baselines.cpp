@@ -236,7 +236,7 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
       L + 1, std::vector<std::pair<int, int>>(N + 1, {-1, -1}));
     auto stage_time = [&](int i, int j, int m) {
       double T = (t.forward_s(i, j, micro) + t.backward_s(i, j, micro)) / mean_speed;
-      double W = static_cast<double>(t.param_bytes(i, j));
+      double W = static_cast<double>(t.param_bytes(i, j)) * c.all_reduce_wire_ratio;
       double sync = m > 1 ? 4.0 * (m - 1) * W / (B * m) : 0.0;
       return (T + sync) / m;
     };

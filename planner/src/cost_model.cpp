@@ -149,7 +149,7 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
       lat = std::max(lat, c.latency(a, b));
     }
   double steps = 2.0 * static_cast<double>(g - 1);
-  return steps / static_cast<double>(g) * bytes / bw + steps * lat;
+  return steps / static_cast<double>(g) * bytes * c.all_reduce_wire_ratio / bw + steps * lat;
 }
 
 double co_located_slowdown(const plan& p, const cluster& c) {

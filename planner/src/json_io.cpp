@@ -276,7 +276,8 @@ cluster parse_cluster(const json& j, const std::string& where) {
   if (!j.is_object())
     f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
-                    "co_location_slowdown", "activation_wire_ratio", "gradient_wire_ratio"});
+                    "co_location_slowdown", "activation_wire_ratio", "gradient_wire_ratio",
+                    "all_reduce_wire_ratio"});
   cluster c;
   if (auto* x = optional_member(j, "name"))
     c.name = get_string(*x, f["name"]);
@@ -377,7 +378,8 @@ cluster parse_cluster(const json& j, const std::string& where) {
                                      "a machine compute slower), got " + x->dump());
   }
   for (auto [key, ratio] : {std::pair{"activation_wire_ratio", &c.activation_wire_ratio},
-                            std::pair{"gradient_wire_ratio", &c.gradient_wire_ratio}})
+                            std::pair{"gradient_wire_ratio", &c.gradient_wire_ratio},
+                            std::pair{"all_reduce_wire_ratio", &c.all_reduce_wire_ratio}})
     if (auto* x = optional_member(j, key)) {
       *ratio = get_positive(*x, f[key]);
       if (*ratio > 1.0)
@@ -499,6 +501,8 @@ void to_json(json& j, const cluster& x) {
     j["activation_wire_ratio"] = x.activation_wire_ratio;
   if (x.gradient_wire_ratio != 1.0)
     j["gradient_wire_ratio"] = x.gradient_wire_ratio;
+  if (x.all_reduce_wire_ratio != 1.0)
+    j["all_reduce_wire_ratio"] = x.all_reduce_wire_ratio;
 }
 
 void from_json(const json& j, cluster& x) {

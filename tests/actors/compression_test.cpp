@@ -1,6 +1,6 @@
-// Compressed activations and gradients on the wire: fewer bytes per link,
-// training close to the uncompressed run; uncompressed stays bit-exact
-// (the equivalence tests).
+// Compressed activations, gradients and all-reduce chunks on the wire: fewer
+// bytes per link, training close to the uncompressed run; uncompressed stays
+// bit-exact (the equivalence tests).
 #include "job_test_helpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,10 +15,11 @@ struct compressed_run {
   actors::job_result result;
   int64_t activation_bytes = 0; ///< per step, downstream links
   int64_t gradient_bytes = 0;   ///< per step, upstream links
+  int64_t all_reduce_bytes = 0; ///< per step, stage 1's ring
 };
 
 compressed_run run_compressed(const std::string& activations, const std::string& gradients,
-                              bool error_feedback) {
+                              bool error_feedback, const std::string& all_reduce = "none") {
   auto train = synthetic(16 * 30);
   // cnn: conv1, conv2 | fc1, classifier; stage 1 on two devices (5 + 3 rows).
   auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
@@ -27,6 +28,7 @@ compressed_run run_compressed(const std::string& activations, const std::string&
   job.compression.activations = activations;
   job.compression.gradients = gradients;
   job.compression.error_feedback = error_feedback;
+  job.compression.all_reduce = all_reduce;
   in_process env{3};
   compressed_run out;
   out.result = actors::run_job(*env.sys, job, env.devices, fresh_model("cnn", job.seed),
@@ -36,6 +38,8 @@ compressed_run run_compressed(const std::string& activations, const std::string&
       out.activation_bytes += bytes.get<int64_t>();
     else if (link.rfind("s1", 0) == 0)
       out.gradient_bytes += bytes.get<int64_t>();
+    else if (link.rfind("ar ", 0) == 0)
+      out.all_reduce_bytes += bytes.get<int64_t>();
   }
   return out;
 }
@@ -72,6 +76,21 @@ TEST_CASE("compression: fp16 or int8 activations and fp16 or bf16 gradients cut 
   CHECK(quarter.result.last_loss == Approx(plain_loss).epsilon(0.10));
 }
 
+TEST_CASE("compression: fp16 all-reduce chunks halve the ring's bytes and "
+          "train close to the uncompressed run", "[compression]") {
+  auto plain = run_compressed("none", "none", false);
+  REQUIRE(plain.all_reduce_bytes > 0);
+  auto half = run_compressed("none", "none", false, "fp16");
+  INFO("all-reduce bytes per step " << plain.all_reduce_bytes << " -> "
+       << half.all_reduce_bytes << "; loss " << plain.result.last_loss << " -> "
+       << half.result.last_loss);
+  CHECK(half.all_reduce_bytes <= plain.all_reduce_bytes * 0.55);
+  CHECK(half.activation_bytes == plain.activation_bytes); // untouched
+  CHECK(half.result.last_loss == Approx(plain.result.last_loss).epsilon(0.05));
+  CHECK(max_abs_diff(half.result.model, plain.result.model) < 1e-2);
+  CHECK(max_abs_diff(half.result.model, plain.result.model) > 0);
+}
+
 TEST_CASE("compression: the job file names a codec it does not know, an int8 "
           "gradient and error feedback without a gradient codec", "[compression]") {
   json job{{"model", "mlp"}, {"nodes", {"127.0.0.1:1"}}, {"planner", "asteroid"}};
@@ -85,6 +104,9 @@ TEST_CASE("compression: the job file names a codec it does not know, an int8 "
   job["compression"] = {{"error_feedback", true}};
   CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
                     Catch::Contains("error_feedback: needs a gradients codec"));
+  job["compression"] = {{"all_reduce", "int8"}};
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("all_reduce take none, fp16 or bf16"));
   job["compression"] = {{"activation", "fp16"}};
   CHECK_THROWS_AS(actors::parse_job(job, "j.json"), std::exception);
   job["compression"] = {{"activations", "int8"}, {"gradients", "bf16"},
@@ -93,4 +115,7 @@ TEST_CASE("compression: the job file names a codec it does not know, an int8 "
   CHECK(s.compression.activations == "int8");
   CHECK(s.compression.gradients == "bf16");
   CHECK(s.compression.error_feedback);
+  CHECK(s.compression.all_reduce == "none");
+  job["compression"] = {{"all_reduce", "bf16"}};
+  CHECK(actors::parse_job(job, "j.json").compression.all_reduce == "bf16");
 }

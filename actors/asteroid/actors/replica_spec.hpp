@@ -65,6 +65,9 @@ struct replica_spec {
   std::string activation_codec = "none";
   std::string gradient_codec = "none";
   bool error_feedback = false;
+  /// How the chunks of this stage's ring all-reduce cross links (none,
+  /// fp16 or bf16).
+  std::string all_reduce_codec = "none";
 };
 
 nlohmann::json to_json(const replica_spec& spec);

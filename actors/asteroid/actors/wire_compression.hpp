@@ -13,7 +13,7 @@
 namespace asteroid::actors {
 
 /// A job's choice (job file: "compression": {"activations": "fp16",
-/// "gradients": "bf16", "error_feedback": true}).
+/// "gradients": "bf16", "error_feedback": true, "all_reduce": "fp16"}).
 struct wire_compression {
   /// none, fp16, bf16, int8 or int8-channel.
   std::string activations = "none";
@@ -22,12 +22,17 @@ struct wire_compression {
   /// Gradients: what the codec lost on a micro-batch's gradient to a peer is
   /// added to the same micro-batch's gradient to that peer in the next step.
   bool error_feedback = false;
+  /// none, fp16 or bf16: the chunks of a stage's ring all-reduce. Every
+  /// replica of the stage ends with the same gradient (the owner of each
+  /// reduced chunk rounds it as its peers receive it), not the exact sum.
+  std::string all_reduce = "none";
 };
 
 /// Throws std::invalid_argument naming the field ("activations",
-/// "gradients", "error_feedback") and what is wrong with it.
+/// "gradients", "error_feedback", "all_reduce") and what is wrong with it.
 void check_wire_compression(const std::string& activations,
-                            const std::string& gradients, bool error_feedback);
+                            const std::string& gradients, bool error_feedback,
+                            const std::string& all_reduce = "none");
 
 /// The bytes that carry `t` under `codec` (a tensor record, or for the int8
 /// codecs a named pair "values", "scale"); `none` is exactly

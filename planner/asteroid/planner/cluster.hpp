@@ -49,6 +49,8 @@ struct cluster {
   /// kernels/wire_codec.hpp). Every planner prices those transfers with them.
   double activation_wire_ratio = 1.0;
   double gradient_wire_ratio = 1.0;
+  /// The same for the chunks of a replicated stage's gradient all-reduce.
+  double all_reduce_wire_ratio = 1.0;
 
   int size() const { return static_cast<int>(devices.size()); }
   double bandwidth(int from, int to) const { return bandwidth_Bps[from][to]; }
