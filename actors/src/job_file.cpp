@@ -136,7 +136,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
      "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
-     "micro_batch_actors", "loss", "credentials", "compression"});
+     "micro_batch_actors", "loss", "credentials", "compression", "check_replicas"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
     if (!x->is_object())
@@ -193,6 +193,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "step_timeout_ms", s.step_timeout_ms);
   read_optional(j, f, "run_ahead", s.run_ahead);
   read_optional(j, f, "micro_batch_actors", s.micro_batch_actors);
+  read_optional(j, f, "check_replicas", s.check_replicas);
   if (auto* x = planner::optional_member(j, "compression")) {
     auto cf = f["compression"];
     planner::check_keys(*x, cf,

@@ -227,6 +227,12 @@ private:
   serialization::named_tensors fetch_full_state(
     const std::map<int, json>& inv, int64_t version);
   serialization::named_tensors gather_full_state();
+  /// The state replica `r` holds now (its stage's tensors); throws naming
+  /// the stage and node when it does not answer.
+  serialization::named_tensors state_of(const replica_ref& r);
+  /// The largest absolute difference between any replica's state and
+  /// replica 0's of its stage (job_spec::check_replicas).
+  double replica_divergence();
 
   // -- steps --
   /// Runs one step. `next` is asked for the next step's batch (nullptr:

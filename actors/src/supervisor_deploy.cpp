@@ -536,22 +536,47 @@ serialization::named_tensors supervisor::fetch_full_state(
   return full;
 }
 
+serialization::named_tensors supervisor::state_of(const replica_ref& r) {
+  std::string bytes, err;
+  self_->request(r.handle, milliseconds(job_.step_timeout_ms), state_atom::value)
+    .receive([&](std::string& b) { bytes = std::move(b); },
+             [&](caf::error& e) { err = sys_.render(e); });
+  if (!err.empty())
+    throw std::runtime_error("collecting stage " + std::to_string(r.stage)
+                             + " state from node " + who(r.device) + ": " + err);
+  return serialization::decode_tensors(bytes);
+}
+
 serialization::named_tensors supervisor::gather_full_state() {
   serialization::named_tensors full;
-  for (auto& st : stages_) {
-    std::string bytes, err;
-    self_->request(st[0].handle, milliseconds(job_.step_timeout_ms),
-                   state_atom::value)
-      .receive([&](std::string& b) { bytes = std::move(b); },
-               [&](caf::error& e) { err = sys_.render(e); });
-    if (!err.empty())
-      throw std::runtime_error("collecting stage " + std::to_string(st[0].stage)
-                               + " state from node " + who(st[0].device) + ": "
-                               + err);
-    for (auto& entry : serialization::decode_tensors(bytes))
+  for (auto& st : stages_)
+    for (auto& entry : state_of(st[0]))
       full.push_back(std::move(entry));
-  }
   return full;
+}
+
+double supervisor::replica_divergence() {
+  double worst = 0;
+  for (auto& st : stages_) {
+    if (st.size() < 2)
+      continue;
+    const auto first = state_of(st[0]);
+    for (size_t r = 1; r < st.size(); ++r) {
+      const auto other = state_of(st[r]);
+      if (other.size() != first.size())
+        throw std::runtime_error("stage " + std::to_string(st[r].stage) + ": replica "
+                                 + std::to_string(st[r].replica) + " holds "
+                                 + std::to_string(other.size()) + " tensors, replica 0 "
+                                 + std::to_string(first.size()));
+      for (size_t i = 0; i < first.size(); ++i)
+        worst = std::max(worst, (first[i].second.to(torch::kDouble)
+                                 - other[i].second.to(torch::kDouble))
+                                  .abs()
+                                  .max()
+                                  .item<double>());
+    }
+  }
+  return worst;
 }
 
 

@@ -8,6 +8,8 @@
 #include "asteroid/planner/plan_patch.hpp"
 #include "asteroid/training/evaluate.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <limits>
 
 namespace asteroid::actors::detail {
@@ -194,6 +196,13 @@ job_result supervisor::run() {
   serialization::named_tensors full;
   try {
     full = gather_full_state();
+    if (job_.check_replicas) {
+      result_.replica_divergence = replica_divergence();
+      if (result_.replica_divergence > 0)
+        spdlog::warn("the replicas of a stage ended {} apart (largest absolute "
+                     "difference of a weight or optimizer state)",
+                     result_.replica_divergence);
+    }
   } catch (...) {
     stop_replicas();
     throw;
@@ -215,7 +224,8 @@ job_result supervisor::run() {
                          {"test_accuracy", result_.test.accuracy},
                          {"faults", result_.fault_events.size()},
                          {"checkpoint", ft().checkpoint_path},
-                         {"checkpoint_step", checkpoint_step_}});
+                         {"checkpoint_step", checkpoint_step_},
+                         {"replica_divergence", result_.replica_divergence}});
   for (auto& ev : trace_.events)
     if (ev.category == "fault")
       ev.start_us -= t_start;

@@ -29,6 +29,7 @@ compressed_run run_compressed(const std::string& activations, const std::string&
   job.compression.gradients = gradients;
   job.compression.error_feedback = error_feedback;
   job.compression.all_reduce = all_reduce;
+  job.check_replicas = true;
   in_process env{3};
   compressed_run out;
   out.result = actors::run_job(*env.sys, job, env.devices, fresh_model("cnn", job.seed),
@@ -64,6 +65,9 @@ TEST_CASE("compression: fp16 or int8 activations and fp16 or bf16 gradients cut 
   CHECK(half.activation_bytes <= plain.activation_bytes * 0.55);
   CHECK(half.gradient_bytes <= plain.gradient_bytes * 0.55);
   CHECK(half.result.last_loss == Approx(plain_loss).epsilon(0.05));
+  // Stage 1's two replicas end with the same weights and momentum.
+  CHECK(plain.result.replica_divergence == 0);
+  CHECK(half.result.replica_divergence == 0);
   CHECK(max_abs_diff(half.result.model, plain.result.model) < 1e-2);
   // The rounding is real: the weights are not the uncompressed ones.
   CHECK(max_abs_diff(half.result.model, plain.result.model) > 0);
@@ -86,6 +90,9 @@ TEST_CASE("compression: fp16 all-reduce chunks halve the ring's bytes and "
        << half.result.last_loss);
   CHECK(half.all_reduce_bytes <= plain.all_reduce_bytes * 0.55);
   CHECK(half.activation_bytes == plain.activation_bytes); // untouched
+  // The rounded chunks are the same on both replicas: the owner of each
+  // sum keeps what it sends.
+  CHECK(half.result.replica_divergence == 0);
   CHECK(half.result.last_loss == Approx(plain.result.last_loss).epsilon(0.05));
   CHECK(max_abs_diff(half.result.model, plain.result.model) < 1e-2);
   CHECK(max_abs_diff(half.result.model, plain.result.model) > 0);
@@ -116,6 +123,9 @@ TEST_CASE("compression: the job file names a codec it does not know, an int8 "
   CHECK(s.compression.gradients == "bf16");
   CHECK(s.compression.error_feedback);
   CHECK(s.compression.all_reduce == "none");
+  CHECK_FALSE(s.check_replicas);
+  job["check_replicas"] = true;
+  CHECK(actors::parse_job(job, "j.json").check_replicas);
   job["compression"] = {{"all_reduce", "bf16"}};
   CHECK(actors::parse_job(job, "j.json").compression.all_reduce == "bf16");
 }

@@ -137,6 +137,11 @@ struct job_spec {
   std::string trace_path;        ///< Chrome trace of the first trace_steps
   int64_t trace_steps = 5;
   bool evaluate = true;
+  /// At the end, fetch the weights of every replica of a replicated stage,
+  /// not only replica 0's, and report how far they are apart
+  /// (`job_result::replica_divergence`; they should be equal). Costs one
+  /// more state transfer per extra replica.
+  bool check_replicas = false;
   int progress = -1;             ///< progress line: -1 auto, 0 off, 1 on
   int64_t connect_timeout_ms = 3000;
   int64_t step_timeout_ms = 120000;
@@ -170,6 +175,10 @@ struct job_result {
   planner::plan plan;
   /// Weights after training, gathered from replica 0 of every stage.
   models::sequential_model model{nullptr};
+  /// With `job_spec::check_replicas`: the largest absolute difference
+  /// between a tensor of any replica's final state and replica 0's of the
+  /// same stage (0: the replicas agree exactly); -1 when not checked.
+  double replica_divergence = -1;
   /// One record per iteration (what the metrics file gets).
   std::vector<nlohmann::json> iterations;
   /// One record per injected fault, detection and recovery.
