@@ -231,8 +231,9 @@ private:
   /// the stage and node when it does not answer.
   serialization::named_tensors state_of(const replica_ref& r);
   /// The largest absolute difference between any replica's state and
-  /// replica 0's of its stage (job_spec::check_replicas).
-  double replica_divergence();
+  /// replica 0's of its stage, as `full` (gather_full_state) holds it
+  /// (job_spec::check_replicas).
+  double replica_divergence(const serialization::named_tensors& full);
 
   // -- steps --
   /// Runs one step. `next` is asked for the next step's batch (nullptr:

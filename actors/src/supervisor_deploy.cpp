@@ -555,27 +555,23 @@ serialization::named_tensors supervisor::gather_full_state() {
   return full;
 }
 
-double supervisor::replica_divergence() {
+double supervisor::replica_divergence(const serialization::named_tensors& full) {
+  // Replica 0's tensors are in `full` already: only the others are fetched.
+  std::map<std::string, torch::Tensor> first(full.begin(), full.end());
   double worst = 0;
-  for (auto& st : stages_) {
-    if (st.size() < 2)
-      continue;
-    const auto first = state_of(st[0]);
-    for (size_t r = 1; r < st.size(); ++r) {
-      const auto other = state_of(st[r]);
-      if (other.size() != first.size())
-        throw std::runtime_error("stage " + std::to_string(st[r].stage) + ": replica "
-                                 + std::to_string(st[r].replica) + " holds "
-                                 + std::to_string(other.size()) + " tensors, replica 0 "
-                                 + std::to_string(first.size()));
-      for (size_t i = 0; i < first.size(); ++i)
-        worst = std::max(worst, (first[i].second.to(torch::kDouble)
-                                 - other[i].second.to(torch::kDouble))
+  for (auto& st : stages_)
+    for (size_t r = 1; r < st.size(); ++r)
+      for (const auto& [name, t] : state_of(st[r])) {
+        auto it = first.find(name);
+        if (it == first.end())
+          throw std::runtime_error("stage " + std::to_string(st[r].stage) + ": replica "
+                                   + std::to_string(st[r].replica) + " holds " + name
+                                   + ", which replica 0 does not");
+        worst = std::max(worst, (it->second.to(torch::kDouble) - t.to(torch::kDouble))
                                   .abs()
                                   .max()
                                   .item<double>());
-    }
-  }
+      }
   return worst;
 }
 

@@ -197,7 +197,7 @@ job_result supervisor::run() {
   try {
     full = gather_full_state();
     if (job_.check_replicas) {
-      result_.replica_divergence = replica_divergence();
+      result_.replica_divergence = replica_divergence(full);
       if (result_.replica_divergence > 0)
         spdlog::warn("the replicas of a stage ended {} apart (largest absolute "
                      "difference of a weight or optimizer state)",
