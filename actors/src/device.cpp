@@ -5,6 +5,7 @@
 
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/data_plane.hpp"
+#include "asteroid/actors/inference_stage.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -94,10 +95,45 @@ void free_node(device_self self, const std::string& why) {
                to_string(self->state.dp->stats()));
 }
 
+/// Throws unless the node serves job `job` (the one a spec names).
+void require_claim(device_self self, int64_t job) {
+  const auto& claim = self->state.claim;
+  if (job != claim.job() || !claim.held())
+    throw std::invalid_argument("the spec names job " + std::to_string(job)
+                                + "; this node serves " + claim.describe()
+                                + " (claim it first: ast_claim)");
+}
+
 /// Logs a failed deployment on device `name` and says why, for the supervisor.
 std::string deploy_failure(const std::string& name, const std::string& why) {
   spdlog::error("{}: deploy failed: {}", name, why);
   return "deploy on " + name + ": " + why;
+}
+
+/// Hands a deployment (`atom`: a replica or an inference stage) to the
+/// device's builder and answers the asker when the builder is done.
+/// `prepare` checks the request and returns the spec JSON and state the
+/// builder gets; what it throws is the answer.
+template <class Atom, class Prepare>
+caf::typed_response_promise<std::string, caf::actor>
+queue_build(device_self self, const char* what, Atom atom, Prepare prepare) {
+  // Before the promise: making it takes the sender from the message.
+  auto why = refusal(self, what);
+  auto rp = self->make_response_promise<std::string, caf::actor>();
+  if (!why.empty()) {
+    rp.deliver(why, caf::actor{});
+    return rp;
+  }
+  try {
+    auto [spec_json, state] = prepare();
+    auto id = ++self->state.deploys;
+    self->state.deploying.emplace(id, rp);
+    self->send(self->state.builder, atom, id, std::move(spec_json), std::move(state),
+               self->state.claim.owner());
+  } catch (const std::exception& e) {
+    rp.deliver(deploy_failure(self->state.opts.name, e.what()), caf::actor{});
+  }
+  return rp;
 }
 
 /// Builds replicas for a device, one deployment after another, on a thread
@@ -113,6 +149,8 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
                 std::shared_ptr<data_plane> dp, std::string name,
                 std::shared_ptr<const std::atomic<int64_t>> halt_below,
                 int64_t memory_budget) {
+  // The generation an inference stage is committed under.
+  constexpr int inference_generation = -1;
   // What the replicas built here are predicted to hold, by replica, with
   // their deployment generation: a deployment is checked against the budget
   // left by the live replicas of its own generation (older ones are being
@@ -148,6 +186,32 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
         // On the wire a replica is a plain actor handle; the supervisor
         // casts it back to its typed interface.
         return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(r)};
+      } catch (const std::exception& e) {
+        return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
+      }
+    },
+    [=](serve_atom, int64_t id, const std::string& spec_json,
+        const std::string& weights, const caf::node_id& server_node)
+      -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
+      try {
+        auto spec = inference_spec_from_json(nlohmann::json::parse(spec_json));
+        spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
+        // Inference stages count against each other, not against a
+        // training deployment's generation (a node serves one job anyway).
+        int64_t others = 0;
+        for (const auto& [addr, c] : *committed)
+          if (c.generation == inference_generation)
+            others += c.bytes;
+        inference_footprint footprint;
+        auto a = spawn_inference_stage(self->system(), spec, weights, dp, server_node,
+                                       others, &footprint);
+        committed->emplace(a.address(),
+                           committed_bytes{inference_generation, footprint.total()});
+        self->monitor(a);
+        spdlog::info("{}: serving {} (layers [{}, {})), predicted {}", name, spec.label,
+                     spec.first_layer, spec.end_layer,
+                     planner::format_bytes(footprint.total()));
+        return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(a)};
       } catch (const std::exception& e) {
         return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
       }
@@ -497,21 +561,10 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
       -> caf::typed_response_promise<std::string, caf::actor> {
-      // Before the promise: making it takes the sender from the message.
-      auto why = refusal(self, "a deployment");
-      auto rp = self->make_response_promise<std::string, caf::actor>();
-      if (!why.empty()) {
-        rp.deliver(why, caf::actor{});
-        return rp;
-      }
-      try {
+      return queue_build(self, "a deployment", deploy_atom::value, [&] {
         auto j = nlohmann::json::parse(spec_json);
         auto spec = replica_spec_from_json(j);
-        const auto& claim = self->state.claim;
-        if (spec.job != claim.job() || !claim.held())
-          throw std::invalid_argument("the spec names job " + std::to_string(spec.job)
-                                      + "; this node serves " + claim.describe()
-                                      + " (claim it first: ast_claim)");
+        require_claim(self, spec.job);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
@@ -519,14 +572,17 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         if (state.empty() && version >= 0)
           state = self->state.store.assemble(spec.first_layer, spec.end_layer,
                                              version);
-        auto id = ++self->state.deploys;
-        self->state.deploying.emplace(id, rp);
-        self->send(self->state.builder, deploy_atom::value, id,
-                   to_json(spec).dump(), std::move(state), claim.owner());
-      } catch (const std::exception& e) {
-        rp.deliver(deploy_failure(self->state.opts.name, e.what()), caf::actor{});
-      }
-      return rp;
+        return std::make_pair(to_json(spec).dump(), std::move(state));
+      });
+    },
+    [=](serve_atom, const std::string& spec_json, std::string& weights)
+      -> caf::typed_response_promise<std::string, caf::actor> {
+      return queue_build(self, "an inference deployment", serve_atom::value, [&] {
+        auto spec = inference_spec_from_json(nlohmann::json::parse(spec_json));
+        require_claim(self, spec.job);
+        spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
+        return std::make_pair(to_json(spec).dump(), std::move(weights));
+      });
     },
     [=](adopt_atom, int64_t id, std::string& err, caf::actor& replica) {
       auto it = self->state.deploying.find(id);

@@ -57,29 +57,25 @@ double wall_us() {
 /// device's time (the emulated one), the trace shows the time the host took.
 /// Without emulation the time is the wall time: a real device that another
 /// program slows down is slower, and drift detection must see it.
-void compute(replica_self* self, const std::string& name,
-             const std::function<void()>& work) {
-  auto& st = self->state;
-  const double slowdown = st.e->spec.slowdown;
+device_time run_emulated(double slowdown, const std::function<void()>& work,
+                         const std::function<bool()>& abandon) {
   const bool own_core = at::get_num_threads() == 1;
   auto t0 = std::chrono::steady_clock::now();
   auto cpu0 = thread_cpu_s();
-  auto start_us = wall_us();
-  auto in0 = thread_interference::now();
   work();
-  auto cpu = thread_cpu_s() - cpu0;
-  auto in1 = thread_interference::now();
-  auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-              .count();
-  auto device_s = dt; // what the device took
+  device_time t;
+  t.cpu_s = thread_cpu_s() - cpu0;
+  t.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+               .count();
+  t.device_s = t.host_s; // what the device took
   if (slowdown > 1.0) {
-    device_s = slowdown * (own_core ? cpu : dt);
-    if (device_s >= dt) {
-      // In slices, so that a replica a recovery halts does not sleep out
-      // the emulated time of an op whose result nobody will use.
+    t.device_s = slowdown * (own_core ? t.cpu_s : t.host_s);
+    if (t.device_s >= t.host_s) {
+      // In slices, so that work nobody will use (a replica a recovery
+      // halts) does not sleep out its emulated time.
       auto until = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(device_s));
-      while (!superseded(*st.e)) {
+                          std::chrono::duration<double>(t.device_s));
+      while (!abandon || !abandon()) {
         auto left = until - std::chrono::steady_clock::now();
         if (left <= std::chrono::steady_clock::duration::zero())
           break;
@@ -87,12 +83,24 @@ void compute(replica_self* self, const std::string& name,
           left, std::chrono::milliseconds(5)));
       }
     } else
-      st.overrun_s += dt - device_s;
+      t.overrun_s = t.host_s - t.device_s;
   }
-  st.busy_s += device_s;
+  return t;
+}
+
+void compute(replica_self* self, const std::string& name,
+             const std::function<void()>& work) {
+  auto& st = self->state;
+  auto start_us = wall_us();
+  auto in0 = thread_interference::now();
+  auto t = run_emulated(st.e->spec.slowdown, work,
+                        [&] { return superseded(*st.e); });
+  auto in1 = thread_interference::now();
+  st.overrun_s += t.overrun_s;
+  st.busy_s += t.device_s;
   st.events.push_back({{"name", name}, {"ts", start_us},
-                       {"dur", std::max(dt, device_s) * 1e6},
-                       {"wall_ms", dt * 1e3}, {"cpu_ms", cpu * 1e3},
+                       {"dur", std::max(t.host_s, t.device_s) * 1e6},
+                       {"wall_ms", t.host_s * 1e3}, {"cpu_ms", t.cpu_s * 1e3},
                        {"minflt", in1.minflt - in0.minflt},
                        {"nivcsw", in1.nivcsw - in0.nivcsw},
                        {"sys_ms", in1.sys_ms - in0.sys_ms}});

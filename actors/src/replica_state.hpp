@@ -3,6 +3,8 @@
 // replica.cpp (the actor shell: handlers, spawning), stage_executor.cpp (the
 // instruction stream), replica_links.cpp (sends, receives, credits),
 // ring_all_reduce.cpp and device_clock.cpp (compute time, emulation).
+#include "emulated_time.hpp"
+
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_spec.hpp"
@@ -184,9 +186,6 @@ std::string link_name(int s0, int r0, int s1, int r1);
 
 /// Logs `what`, marks the replica failed and tells the supervisor.
 void fail(replica_self* self, const std::string& what);
-
-/// Wall clock in microseconds since the epoch (trace timestamps).
-double wall_us();
 
 } // namespace detail
 } // namespace asteroid::actors

@@ -1,5 +1,9 @@
 #include "job_signals.hpp"
 
+#include "commands.hpp"
+
+#include "asteroid/actors/serve.hpp"
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -11,6 +15,8 @@ namespace asteroid::apps {
 namespace {
 
 std::atomic<int> first_signal{0};
+/// What the first signal stops (the job or the server), said on stderr.
+std::atomic<const char*> stop_note{""};
 
 extern "C" void on_job_signal(int sig) {
   // Only async-signal-safe calls here: a lock-free atomic, write, _exit.
@@ -18,28 +24,43 @@ extern "C" void on_job_signal(int sig) {
   if (!first_signal.compare_exchange_strong(none, sig))
     ::_exit(128 + sig); // the second: at once (nodes of `asteroid cluster`
                         // die with this process, a parent-death signal)
-  static const char note[] = "\nasteroid: stopping the job after its running "
-                             "step (signal again to quit at once)\n";
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, note, sizeof note - 1);
+  const char* note = stop_note.load();
+  size_t length = 0;
+  while (note[length] != '\0')
+    ++length;
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, note, length);
 }
 
 const char* signal_name(int sig) {
   return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
+/// Installs on_job_signal for SIGINT and SIGTERM until it is destroyed.
+class signal_scope {
+public:
+  explicit signal_scope(const char* note) {
+    first_signal = 0;
+    stop_note = note;
+    old_int_ = std::signal(SIGINT, on_job_signal);
+    old_term_ = std::signal(SIGTERM, on_job_signal);
+  }
+  ~signal_scope() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  signal_scope(const signal_scope&) = delete;
+  signal_scope& operator=(const signal_scope&) = delete;
+
+private:
+  void (*old_int_)(int) = SIG_DFL;
+  void (*old_term_)(int) = SIG_DFL;
+};
+
 } // namespace
 
 int run_job_with_signals(const actors::job_spec& job) {
-  first_signal = 0;
-  auto old_int = std::signal(SIGINT, on_job_signal);
-  auto old_term = std::signal(SIGTERM, on_job_signal);
-  struct restore {
-    decltype(old_int) on_int, on_term;
-    ~restore() {
-      std::signal(SIGINT, on_int);
-      std::signal(SIGTERM, on_term);
-    }
-  } restore_handlers{old_int, old_term};
+  signal_scope signals{"\nasteroid: stopping the job after its running step (signal "
+                       "again to quit at once)\n"};
   auto r = actors::run_job(job, [] { return first_signal.load() != 0; });
   char accuracy[32] = "not evaluated";
   if (r.test.samples > 0)
@@ -51,6 +72,21 @@ int run_job_with_signals(const actors::job_spec& job) {
               head.c_str(), static_cast<long long>(r.steps), r.seconds,
               r.samples_per_s, r.last_loss, accuracy);
   return sig > 0 ? 128 + sig : 0;
+}
+
+int run_serve_with_signals(const actors::serve_spec& spec) {
+  signal_scope signals{"\nasteroid: stopping the server; requests not answered yet fail "
+                       "(signal again to quit at once)\n"};
+  try {
+    print_serve_result(actors::run_serve(spec, [] { return first_signal.load() != 0; }));
+  } catch (const std::exception& e) {
+    const int sig = first_signal.load();
+    if (sig == 0)
+      throw;
+    std::printf("serve stopped by %s: %s\n", signal_name(sig), e.what());
+    return 128 + sig;
+  }
+  return 0;
 }
 
 } // namespace asteroid::apps

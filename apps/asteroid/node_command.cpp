@@ -3,6 +3,7 @@
 #include "job_signals.hpp"
 
 #include "asteroid/actors/job.hpp"
+#include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/planner/json_io.hpp"
 
@@ -144,6 +145,11 @@ void add_cluster_command(CLI::App& app) {
                   "Run this job file on the nodes (its 'nodes' are replaced), "
                   "then stop them");
   add_resume_option(cmd, *resume)->needs("--job");
+  auto serve = std::make_shared<std::string>();
+  cmd->add_option("--serve", *serve,
+                  "Serve this serve file's model on the nodes (its 'nodes' are "
+                  "replaced), then stop them")
+    ->excludes("--job");
   cmd->callback([=] {
     o->exe = "/proc/self/exe";
     char buf[4096];
@@ -173,6 +179,22 @@ void add_cluster_command(CLI::App& app) {
         // A signal while the nodes started: no job.
         code = cluster_signal ? 128 + cluster_signal.load()
                               : run_job_with_signals(spec);
+      }
+      if (code)
+        std::exit(code); // stopped by a signal: 128 + the signal
+      return;
+    }
+    if (!serve->empty()) {
+      auto spec = actors::load_serve_file(*serve);
+      int code = 0;
+      { // the nodes stop (and their temporary logs go) before the exit
+        actors::local_cluster cluster{*o};
+        print_nodes(cluster);
+        spec.nodes = cluster.endpoints();
+        spec.credentials = cluster.credentials_folder();
+        // A signal while the nodes started: nothing served.
+        code = cluster_signal ? 128 + cluster_signal.load()
+                              : run_serve_with_signals(spec);
       }
       if (code)
         std::exit(code); // stopped by a signal: 128 + the signal

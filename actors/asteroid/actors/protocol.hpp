@@ -62,6 +62,8 @@ using progress_atom = caf::atom_constant<caf::atom("ast_mbprog")>;
 using where_atom = caf::atom_constant<caf::atom("ast_where")>;
 using reset_atom = caf::atom_constant<caf::atom("ast_reset")>;
 using hog_atom = caf::atom_constant<caf::atom("ast_hog")>;
+using serve_atom = caf::atom_constant<caf::atom("ast_serve")>;
+using stats_atom = caf::atom_constant<caf::atom("ast_stats")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -128,6 +130,10 @@ using device_actor = caf::typed_actor<
   /// restore_version: from this node's snapshots) for the job that holds
   /// the node (the spec names it): error, replica.
   caf::replies_to<deploy_atom, std::string, std::string>::with<std::string, caf::actor>,
+  /// Builds a stage of an inference pipeline (inference_spec JSON, encoded
+  /// weights of its layers) for the job that holds the node: error, stage
+  /// (an inference_stage_actor).
+  caf::replies_to<serve_atom, std::string, std::string>::with<std::string, caf::actor>,
   /// A built replica handed back by the device's own builder (id, error).
   caf::reacts_to<adopt_atom, int64_t, std::string, caf::actor>,
   /// Opens a connection to the node at host:port: error.
@@ -182,8 +188,11 @@ using micro_batch_actor = caf::typed_actor<
 /// A device's replica builder (device.cpp): builds one replica at a time on
 /// its own thread and hands it back to the device.
 /// (id, spec JSON, encoded state, the deploying supervisor's process).
+/// The same for an inference stage (`serve_atom`, inference_spec JSON).
 using replica_builder_actor = caf::typed_actor<
   caf::replies_to<deploy_atom, int64_t, std::string, std::string, caf::node_id>::with<
+    adopt_atom, int64_t, std::string, caf::actor>,
+  caf::replies_to<serve_atom, int64_t, std::string, std::string, caf::node_id>::with<
     adopt_atom, int64_t, std::string, caf::actor>>;
 
 /// Snapshot key of layers [first, end): "L<first>-<end>".

@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// The inference server (EdgePipe on the device actors): claims the nodes,
+/// plans a pipeline of one device per stage (or takes the caller's), builds
+/// each stage on its node with its weights, wires the stages and then
+/// answers requests. A request is one micro-batch; the server keeps at most
+/// `max_in_flight` of them in the pipeline, queues the rest, and answers
+/// them in the order they came. It is an event-based actor: a program talks
+/// to it by message (run_serve in serve.hpp is such a program).
+///
+/// A node that is lost while it serves (its connection closes, or its stage
+/// goes down) is left out: the server plans the model again on the nodes
+/// left (EdgePipe's planner, also when the caller gave the stages), builds
+/// the new stages from its own copy of the weights, and sends every request
+/// that was in flight again; outputs of the replaced pipeline are dropped by
+/// their generation, so each request is answered once. A node that hangs
+/// with its connection open is not detected this way: a request the
+/// pipeline does not answer within `request_timeout_ms` fails every request
+/// not yet answered, naming it, and the server stops serving (as it does
+/// after a loss with `recover` off, or when no plan fits the nodes left).
+#include "asteroid/actors/protocol.hpp"
+#include "asteroid/models/sequential_model.hpp"
+#include "asteroid/planner/inference_plan.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors {
+
+using infer_atom = caf::atom_constant<caf::atom("ast_infer")>;
+
+struct server_options {
+  /// The model (training::build_model name and options) the weights belong
+  /// to.
+  std::string model;
+  nlohmann::json model_options = nlohmann::json::object();
+  /// "host:port" of each device, in the order of the handles (names in
+  /// logs, and the data endpoints stages send to); may be empty for
+  /// in-process devices.
+  std::vector<std::string> nodes;
+  /// Where each stage runs; no stages: the server plans with `planner`.
+  planner::inference_plan plan;
+  /// "edgepipe" (the dynamic program), "straight" or "on-device".
+  std::string planner = "edgepipe";
+  /// The planner's model profile (planner::load_model_profile_file); empty:
+  /// the server profiles the model in its own process.
+  std::string profile_path;
+  /// Rows per request (the micro-batch every stage computes at once).
+  int64_t micro_batch = 8;
+  /// Requests in the pipeline at once (0: stages + 1); every stage's
+  /// receive queue holds at most this many.
+  int max_in_flight = 0;
+  /// How outputs cross links between stages (kernels::wire_codec names).
+  std::string activation_codec = "none";
+  /// Stages send to each other on the nodes' data planes (else in CAF
+  /// messages).
+  bool data_plane = true;
+  int64_t connect_timeout_ms = 3000;
+  /// A request the pipeline has not answered this long after it entered
+  /// fails the server; also the bound on each deployment.
+  int64_t request_timeout_ms = 60000;
+  /// Re-plan and go on when a node is lost (else: fail, see above).
+  bool recover = true;
+  /// Answers whose latency the stats keep (the most recent ones).
+  int64_t latency_window = 100000;
+};
+
+/// Starts (`start_atom`) with the plan as JSON, or why not; requests carry
+/// an encoded tensor (serialization::encode_tensor) of 1 to `micro_batch`
+/// rows of the model's input and are answered with the model's output for
+/// them (error, encoded output); stats (JSON) say what the server and every
+/// stage did: requests, samples/s, latency p50 and p99, each stage's busy
+/// time and queue depth, trace events.
+using server_actor = caf::typed_actor<
+  caf::replies_to<start_atom>::with<std::string, std::string>,
+  caf::replies_to<infer_atom, std::string>::with<std::string, std::string>,
+  /// Outputs of the last stage.
+  caf::reacts_to<tensor_atom, serialization::tensor_message>,
+  caf::replies_to<stats_atom>::with<std::string>,
+  /// Its own check for requests past their timeout, twice a second.
+  caf::reacts_to<caf::tick_atom>,
+  /// Stops the stages, frees the nodes, fails what is not answered.
+  caf::reacts_to<stop_atom>>;
+
+/// A server on `devices` (connect_all) with the weights of `model` (all its
+/// layers built; the server sends each stage its range). Throws
+/// std::invalid_argument for options that cannot work (no devices, a
+/// micro-batch below 1, an unknown planner or codec).
+server_actor spawn_server(caf::actor_system& sys, server_options options,
+                          std::vector<device_actor> devices,
+                          models::sequential_model model);
+
+} // namespace asteroid::actors

@@ -1,0 +1,408 @@
+// The inference server (server.hpp, serve.hpp): a model partitioned over
+// devices answers every request once, in order, with what one device would
+// compute; bad requests and lost nodes get errors, never a hang. Node
+// processes use ports 27600-27619.
+#include "job_test_helpers.hpp"
+
+#include "asteroid/actors/inference_stage.hpp"
+#include "asteroid/actors/serve.hpp"
+#include "asteroid/actors/server.hpp"
+#include "asteroid/serialization/checkpoint.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <random>
+#include <thread>
+
+using namespace asteroid;
+using namespace asteroid::test;
+using nlohmann::json;
+
+namespace {
+
+/// `n` requests of `rows` random inputs shaped for `model`.
+std::vector<torch::Tensor> random_requests(const models::sequential_model& model, int n,
+                                           int64_t rows, int64_t vocab = 0) {
+  torch::manual_seed(99);
+  std::vector<torch::Tensor> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> shape{rows};
+    for (auto d : model->input_shape())
+      shape.push_back(d);
+    out.push_back(vocab > 0 ? torch::randint(0, vocab, shape, torch::kInt64)
+                            : torch::randn(shape));
+  }
+  return out;
+}
+
+/// What one device computes for `inputs`, in eval mode without gradients.
+torch::Tensor single_device(models::sequential_model& model,
+                            const std::vector<torch::Tensor>& inputs) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  std::vector<torch::Tensor> outs;
+  for (const auto& x : inputs)
+    outs.push_back(model->forward(x));
+  return torch::cat(outs);
+}
+
+planner::inference_plan one_stage_per_layer_group(const std::vector<std::pair<int, int>>& cuts) {
+  planner::inference_plan p;
+  p.planner = "given";
+  for (size_t s = 0; s < cuts.size(); ++s)
+    p.stages.push_back({cuts[s].first, cuts[s].second, static_cast<int>(s)});
+  return p;
+}
+
+actors::serve_spec spec_for(const std::string& model, int64_t micro_batch) {
+  actors::serve_spec s;
+  s.model = model;
+  s.micro_batch = micro_batch;
+  s.request_timeout_ms = 60000;
+  return s;
+}
+
+/// Sends one request to `server` and waits (bounded) for its answer.
+std::pair<std::string, std::string> ask(caf::scoped_actor& self,
+                                        const actors::server_actor& server,
+                                        const torch::Tensor& x) {
+  std::pair<std::string, std::string> out{"no answer within 30 s", ""};
+  self->request(server, std::chrono::seconds(30), actors::infer_atom::value,
+                serialization::encode_tensor(x))
+    .receive([&](std::string& err, std::string& y) { out = {err, y}; },
+             [&](caf::error& e) { out = {self->system().render(e), ""}; });
+  return out;
+}
+
+/// Stops a server however the test ends: a live detached server would keep
+/// the actor system's destructor waiting.
+struct stop_at_exit {
+  actors::server_actor server;
+  ~stop_at_exit() { caf::anon_send(server, actors::stop_atom::value); }
+};
+
+std::string start(caf::scoped_actor& self, const actors::server_actor& server) {
+  std::string out = "no answer within 60 s";
+  self->request(server, std::chrono::seconds(60), actors::start_atom::value)
+    .receive([&](std::string& err, std::string&) { out = err; },
+             [&](caf::error& e) { out = self->system().render(e); });
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("serve: a 4-stage cnn pipeline answers every request once and in order "
+          "with the single-device outputs",
+          "[serve]") {
+  in_process env{4};
+  auto model = fresh_model("cnn", 3);
+  auto inputs = random_requests(model, 30, 5);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("cnn", 5);
+  spec.plan = one_stage_per_layer_group({{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+  spec.max_in_flight = 3;
+  auto r = actors::run_serve(*env.sys, spec, env.devices, fresh_model("cnn", 3),
+                             actors::request_source::of(inputs));
+  REQUIRE(r.outputs.sizes() == want.sizes());
+  CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
+  CHECK(r.requests == 30);
+  CHECK(r.samples == 150);
+  REQUIRE(r.stats["stages"].size() == 4);
+  for (const auto& s : r.stats["stages"]) {
+    INFO(s.dump());
+    CHECK(s["requests"] == 30);
+    CHECK(s["refused"] == 0);
+    // Nothing beyond the server's window ever waits at a stage.
+    CHECK(s["queue_max"].get<int64_t>() <= 3);
+    CHECK(s["busy_s"].get<double>() > 0);
+  }
+  CHECK(r.latency_p99_ms >= r.latency_p50_ms);
+  CHECK(r.samples_per_s > 0);
+}
+
+TEST_CASE("serve: bert_small over 4 node processes (TLS, data plane) equals "
+          "single-device inference, and fp16 activations keep the top-1 class",
+          "[serve]") {
+  auto o = cluster_options(4, 27600);
+  o.tls = true;
+  actors::local_cluster cluster{o};
+  caf::actor_system_config cfg;
+  actors::net_options net;
+  net.tls = actors::credentials::from_folder(cluster.credentials_folder());
+  actors::configure(cfg, net);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  json options{{"seq_len", 32}};
+  torch::manual_seed(5);
+  auto model = training::build_model("bert_small", options);
+  const int L = static_cast<int>(model->size());
+  REQUIRE(L >= 4);
+  auto inputs = random_requests(model, 12, 4, 30522);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("bert_small", 4);
+  spec.model_options = options;
+  spec.nodes = cluster.endpoints();
+  spec.plan = one_stage_per_layer_group({{0, 1}, {1, L / 2}, {L / 2, L - 1}, {L - 1, L}});
+  auto r = actors::run_serve(sys, spec, devices, model, actors::request_source::of(inputs));
+  CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
+  CHECK(r.requests == 12);
+  // The stages sent to each other on the data plane, the last one back to
+  // the server in CAF messages.
+  REQUIRE(r.stats["stages"].size() == 4);
+  for (int s = 0; s < 3; ++s)
+    CHECK(r.stats["stages"][s]["sends_by"] == "tcp");
+  CHECK(r.stats["stages"][3]["sends_by"] == "caf");
+  spec.activation_codec = "fp16";
+  auto half = actors::run_serve(sys, spec, devices, model,
+                                actors::request_source::of(inputs));
+  auto agree = half.outputs.argmax(1).eq(want.argmax(1)).to(torch::kFloat64).mean();
+  INFO("fp16 max abs difference " << (half.outputs - want).abs().max().item<double>());
+  CHECK(agree.item<double>() >= 0.99);
+  CHECK((half.outputs - want).abs().max().item<double>() > 0);
+}
+
+TEST_CASE("serve: ViT-B/16 over 4 stages equals single-device inference", "[serve]") {
+  in_process env{4};
+  json options{{"image_size", 64}};
+  torch::manual_seed(11);
+  auto model = training::build_model("vit", options);
+  const int L = static_cast<int>(model->size());
+  auto inputs = random_requests(model, 4, 2);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("vit", 2);
+  spec.model_options = options;
+  spec.plan = one_stage_per_layer_group({{0, 3}, {3, L / 2}, {L / 2, L - 2}, {L - 2, L}});
+  auto r = actors::run_serve(*env.sys, spec, env.devices, model,
+                             actors::request_source::of(inputs));
+  CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
+}
+
+TEST_CASE("serve: the planner places the stages, and a request of the wrong shape "
+          "is refused without stopping the server",
+          "[serve]") {
+  in_process env{3};
+  auto model = fresh_model("cnn", 4);
+  actors::server_options so;
+  so.model = "cnn";
+  so.micro_batch = 4;
+  auto server = actors::spawn_server(*env.sys, so, env.devices, model);
+  stop_at_exit guard{server};
+  caf::scoped_actor self{*env.sys};
+  REQUIRE(start(self, server).empty());
+  auto bad = ask(self, server, torch::randn({4, 3, 28, 28}));
+  CHECK_THAT(bad.first, Catch::Contains("request refused") && Catch::Contains("[4, 3, 28, 28]"));
+  auto too_many = ask(self, server, torch::randn({5, 1, 28, 28}));
+  CHECK_THAT(too_many.first, Catch::Contains("1 to 4 rows"));
+  auto x = torch::randn({4, 1, 28, 28});
+  auto good = ask(self, server, x);
+  REQUIRE(good.first.empty());
+  torch::NoGradGuard no_grad;
+  model->eval();
+  CHECK((serialization::decode_tensor(good.second) - model->forward(x)).abs().max()
+          .item<double>() <= 1e-5);
+}
+
+TEST_CASE("serve: a node whose budget cannot hold its stage refuses it, naming the "
+          "stage, the predicted bytes and the budget",
+          "[serve]") {
+  in_process env{2, 1.0, {int64_t{4} << 30, int64_t{64} << 10}};
+  auto spec = spec_for("cnn", 8);
+  spec.plan = one_stage_per_layer_group({{0, 2}, {2, 4}});
+  auto model = fresh_model("cnn", 1);
+  try {
+    actors::run_serve(*env.sys, spec, env.devices, model,
+                      actors::request_source::of(random_requests(model, 2, 8)));
+    FAIL("served although node 1's budget is 64 KiB");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("inference stage 1 (layers [2, 4)")
+                           && Catch::Contains("predicted to need")
+                           && Catch::Contains("memory budget is 64.0 KiB"));
+  }
+}
+
+TEST_CASE("serve: without recovery, a node killed while requests stream fails every "
+          "unanswered request with the lost node's name, and the server answers no more",
+          "[serve]") {
+  auto o = cluster_options(3, 27610);
+  o.slowdowns = {1, 30, 1};
+  actors::local_cluster cluster{o};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  actors::server_options so;
+  so.model = "cnn";
+  so.nodes = cluster.endpoints();
+  so.micro_batch = 8;
+  so.recover = false;
+  so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
+  auto server = actors::spawn_server(sys, so, devices, fresh_model("cnn", 2));
+  stop_at_exit guard{server};
+  caf::scoped_actor self{sys};
+  REQUIRE(start(self, server).empty());
+  REQUIRE(ask(self, server, torch::randn({8, 1, 28, 28})).first.empty());
+  // Requests queue up behind the slow stage; then its node dies. Plain
+  // sends: the answers come back as ordinary messages.
+  for (int i = 0; i < 6; ++i)
+    self->send(server, actors::infer_atom::value,
+               serialization::encode_tensor(torch::randn({8, 1, 28, 28})));
+  ::kill(cluster.pids()[1], SIGKILL);
+  int failed = 0, answered = 0;
+  for (int i = 0; i < 6; ++i)
+    self->receive(
+      [&](std::string& err, std::string&) {
+        if (err.empty())
+          ++answered;
+        else {
+          ++failed;
+          CHECK_THAT(err, Catch::Contains("node1") || Catch::Contains("stage 1"));
+        }
+      },
+      [&](caf::error& e) { FAIL("request failed in CAF: " << sys.render(e)); },
+      caf::after(std::chrono::seconds(30)) >> [&] { FAIL("no answer within 30 s"); });
+  CHECK(failed + answered == 6);
+  CHECK(failed >= 1);
+  CHECK_THAT(ask(self, server, torch::randn({8, 1, 28, 28})).first,
+             Catch::Contains("not serving"));
+}
+
+TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around, and "
+          "every request is answered exactly once with the single-device output",
+          "[serve]") {
+  auto o = cluster_options(4, 27605);
+  actors::local_cluster cluster{o};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  auto model = fresh_model("cnn", 6);
+  auto inputs = random_requests(model, 1000, 2);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("cnn", 2);
+  spec.nodes = cluster.endpoints();
+  spec.plan = one_stage_per_layer_group({{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+  // The kill comes at a moment drawn per run, while requests stream.
+  std::random_device seed;
+  const auto delay_ms = 150 + static_cast<int>(seed() % 400);
+  const int victim = 1 + static_cast<int>(seed() % 3);
+  INFO("node" << victim << " killed " << delay_ms << " ms after the start");
+  std::thread killer{[&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(cluster.pids()[victim], SIGKILL);
+  }};
+  actors::serve_result r;
+  try {
+    r = actors::run_serve(sys, spec, devices, model, actors::request_source::of(inputs));
+  } catch (...) {
+    killer.join();
+    throw;
+  }
+  killer.join();
+  REQUIRE(r.outputs.sizes() == want.sizes());
+  // In order, each once: output i is request i's.
+  CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
+  CHECK(r.requests == 1000);
+  const auto& recoveries = r.stats["recoveries"];
+  INFO(r.stats.dump());
+  if (recoveries.empty()) {
+    // The stream finished before the kill: nothing to recover from.
+    WARN("all 1000 requests answered before the kill");
+  } else {
+    REQUIRE(recoveries.size() == 1);
+    CHECK(recoveries[0]["lost"] == "node" + std::to_string(victim));
+    CHECK(r.stats["stages"].size() <= 3);
+    for (const auto& s : r.stats["stages"])
+      CHECK(s["label"].get<std::string>().find("node" + std::to_string(victim))
+            == std::string::npos);
+  }
+}
+
+TEST_CASE("serve: weights from a job's checkpoint are served as trained", "[serve]") {
+  // Train: 6 steps on 2 in-process devices, checkpoint at the end.
+  auto ckpt = std::string(ASTEROID_TEST_TMP) + "/serve-trained.ckpt";
+  std::remove(ckpt.c_str());
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}}, {2, 4, {1}, {8}}}));
+  job.max_steps = 6;
+  job.fault_tolerance.checkpoint_path = ckpt;
+  job.fault_tolerance.checkpoint_every = 100;
+  actors::job_result trained;
+  {
+    in_process env{2};
+    trained = actors::run_job(*env.sys, job, env.devices, fresh_model("cnn", job.seed),
+                              synthetic(16 * 6), nullptr);
+  }
+  REQUIRE(trained.steps == 6);
+  // Serve: the checkpoint names the model and holds the weights.
+  auto o = cluster_options(2, 27615);
+  actors::local_cluster cluster{o};
+  actors::serve_spec spec;
+  spec.model = "mlp"; // replaced by the checkpoint's
+  spec.checkpoint = ckpt;
+  spec.nodes = cluster.endpoints();
+  spec.dataset = "synthetic";
+  spec.requests = 5;
+  spec.micro_batch = 4;
+  spec.plan = one_stage_per_layer_group({{0, 3}, {3, 4}});
+  auto r = actors::run_serve(spec);
+  torch::NoGradGuard no_grad;
+  REQUIRE(r.requests == 5);
+  REQUIRE(r.outputs.size(0) == 20);
+  trained.model->eval();
+  // The inputs run_serve sent: request i's from its own generator.
+  std::vector<torch::Tensor> xs;
+  for (uint64_t i = 0; i < 5; ++i)
+    xs.push_back(torch::randn({4, 1, 28, 28},
+                              at::detail::createCPUGenerator(spec.seed * 1000003 + i)));
+  CHECK((r.outputs - trained.model->forward(torch::cat(xs))).abs().max().item<double>()
+        <= 1e-5);
+  // The outputs are the trained weights', not a fresh model's.
+  auto untrained = fresh_model("cnn", job.seed);
+  untrained->eval();
+  CHECK((r.outputs - untrained->forward(torch::cat(xs))).abs().max().item<double>() > 1e-3);
+}
+
+TEST_CASE("serve file: unknown keys, planners, codecs and sizes are named", "[serve]") {
+  auto bad = [](json j) {
+    try {
+      actors::parse_serve(j, "serve.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(bad({{"modle", "cnn"}}), Catch::Contains("serve.json") && Catch::Contains("modle"));
+  CHECK_THAT(bad({{"planner", "magic"}}), Catch::Contains("planner 'magic'"));
+  CHECK_THAT(bad({{"micro_batch", 0}}), Catch::Contains("micro_batch: must be >= 1"));
+  CHECK_THAT(bad({{"activation_codec", "fp8"}}), Catch::Contains("activation_codec"));
+  CHECK_THAT(bad({{"dataset", "imagenet"}}), Catch::Contains("dataset 'imagenet'"));
+  CHECK_THAT(bad({{"plan", {{"stages", json::array()}}}}), Catch::Contains("no stages"));
+  CHECK_THAT(bad({{"plan", {{"stages", {{{"first_layer", 0}}}}}}}),
+             Catch::Contains("end_layer"));
+  auto ok = actors::parse_serve({{"nodes", {"127.0.0.1:1"}}, {"requests", 3}}, "serve.json");
+  CHECK(ok.requests == 3);
+  CHECK(ok.nodes.size() == 1);
+}
+
+TEST_CASE("inference spec: a peer's spec that cannot work is refused by name", "[serve]") {
+  json j{{"model", "cnn"}, {"model_options", json::object()}, {"stage", 0},
+         {"num_stages", 1}, {"first_layer", 0}, {"end_layer", 4}, {"micro_batch", 4},
+         {"queue_limit", 2}, {"job", 7}};
+  CHECK_NOTHROW(actors::inference_spec_from_json(j));
+  auto bad = [&](const char* key, json v) {
+    auto k = j;
+    k[key] = v;
+    try {
+      actors::inference_spec_from_json(k);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(bad("end_layer", 0), Catch::Contains("not a range of layers"));
+  CHECK_THAT(bad("queue_limit", 0), Catch::Contains("queue_limit must be >= 1"));
+  CHECK_THAT(bad("stage", 3), Catch::Contains("stage 3 out of range"));
+  CHECK_THAT(bad("job", 0), Catch::Contains("job must be > 0"));
+  CHECK_THAT(bad("activation_codec", "zip"), Catch::Contains("zip"));
+}
