@@ -301,6 +301,7 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   so.connect_timeout_ms = spec.connect_timeout_ms;
   so.request_timeout_ms = spec.request_timeout_ms;
   so.recover = spec.recover;
+  so.profile = spec.profile;
   auto server = spawn_server(sys, so, devices, std::move(model));
   const int window = spec.max_in_flight > 0 ? spec.max_in_flight
                                             : static_cast<int>(devices.size()) + 1;
@@ -469,6 +470,10 @@ serve_result run_serve(const serve_spec& given, const std::function<bool()>& sto
   // Opened first: a path that cannot be written fails before any node is
   // claimed, and "time" counts from here.
   training::metrics_sink metrics{spec.metrics_path};
+  // Before the actor system starts: its threads make a profile taken
+  // beside them slower than the nodes compute (server.hpp).
+  if (!spec.plan && spec.profile_path.empty() && !spec.profile)
+    spec.profile = profile_for_serving(spec.model, spec.model_options, spec.micro_batch);
   caf::actor_system_config cfg;
   configure(cfg, net);
   caf::actor_system sys{cfg};

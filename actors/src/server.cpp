@@ -256,24 +256,17 @@ planner::inference_plan make_plan(server_state& st) {
     return p;
   }
   if (!st.profile) {
-  planner::model_profile profile;
-  if (!st.opts.profile_path.empty()) {
-    profile = planner::load_model_profile_file(st.opts.profile_path);
-  } else {
-    training::profiler_options popts;
-    popts.batch_sizes = {st.opts.micro_batch};
-    popts.repeats = 3;
-    // A fresh copy: profiling runs forward passes, which would move
-    // BatchNorm statistics of the weights the stages get.
-    auto probe = training::build_model(st.opts.model, st.opts.model_options);
-    profile = training::profile_model(probe, st.opts.model, popts);
-  }
-  if (profile.num_layers() != st.model->size())
-    throw std::invalid_argument("profile of '" + profile.model + "' has "
-                                + std::to_string(profile.num_layers())
-                                + " layers, model '" + st.opts.model + "' has "
-                                + std::to_string(st.model->size()));
-  st.profile = std::move(profile);
+    auto profile = st.opts.profile ? *st.opts.profile
+                   : !st.opts.profile_path.empty()
+                     ? planner::load_model_profile_file(st.opts.profile_path)
+                     : profile_for_serving(st.opts.model, st.opts.model_options,
+                                           st.opts.micro_batch);
+    if (profile.num_layers() != st.model->size())
+      throw std::invalid_argument("profile of '" + profile.model + "' has "
+                                  + std::to_string(profile.num_layers())
+                                  + " layers, model '" + st.opts.model + "' has "
+                                  + std::to_string(st.model->size()));
+    st.profile = std::move(profile);
   }
   auto [c, alive] = cluster_of(st);
   if (alive.empty())
@@ -748,6 +741,41 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
 }
 
 } // namespace
+
+planner::model_profile profile_for_serving(const std::string& model,
+                                           const nlohmann::json& model_options,
+                                           int64_t micro_batch) {
+  training::profiler_options popts;
+  popts.batch_sizes = {micro_batch};
+  popts.warmup = 3;
+  popts.repeats = 9;
+  // A fresh copy: profiling runs forward passes, which would move
+  // BatchNorm statistics of the weights the stages get.
+  auto probe = training::build_model(model, model_options);
+  // On one thread, as nodes compute by default (`asteroid node --threads
+  // 1`); the caller's thread count is restored after.
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  try {
+    // The process's first passes are slow (thread pool, allocator).
+    std::vector<int64_t> shape{micro_batch};
+    for (auto d : probe->input_shape())
+      shape.push_back(d);
+    {
+      torch::NoGradGuard no_grad;
+      auto x = probe->input_dtype() == torch::kInt64 ? torch::zeros(shape, torch::kInt64)
+                                                     : torch::randn(shape);
+      for (int i = 0; i < 3; ++i)
+        probe->forward(x);
+    }
+    auto profile = training::profile_model(probe, model, popts);
+    at::set_num_threads(threads);
+    return profile;
+  } catch (...) {
+    at::set_num_threads(threads);
+    throw;
+  }
+}
 
 server_actor spawn_server(caf::actor_system& sys, server_options options,
                           std::vector<device_actor> devices,

@@ -4,6 +4,7 @@
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/serve.hpp"
+#include "asteroid/actors/server.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/planner/json_io.hpp"
 
@@ -186,6 +187,11 @@ void add_cluster_command(CLI::App& app) {
     }
     if (!serve->empty()) {
       auto spec = actors::load_serve_file(*serve);
+      // Before the nodes start on this host: beside them the profile comes
+      // out slower than they compute (server.hpp).
+      if (!spec.plan && spec.profile_path.empty() && spec.checkpoint.empty())
+        spec.profile = actors::profile_for_serving(spec.model, spec.model_options,
+                                                   spec.micro_batch);
       int code = 0;
       { // the nodes stop (and their temporary logs go) before the exit
         actors::local_cluster cluster{*o};

@@ -22,6 +22,7 @@
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/inference_plan.hpp"
+#include "asteroid/planner/model_profile.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -47,6 +48,10 @@ struct serve_spec {
   /// "edgepipe", "straight" or "on-device" (ignored with `plan`).
   std::string planner = "edgepipe";
   std::string profile_path;
+  /// The profile itself (library callers; run_serve(spec) takes one before
+  /// it starts its actor system when neither this, a file nor stages are
+  /// given).
+  std::optional<planner::model_profile> profile;
   /// Stages given by the caller (first_layer, end_layer, device each).
   std::optional<planner::inference_plan> plan;
   int64_t micro_batch = 8;

@@ -21,11 +21,13 @@
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/inference_plan.hpp"
+#include "asteroid/planner/model_profile.hpp"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +48,10 @@ struct server_options {
   planner::inference_plan plan;
   /// "edgepipe" (the dynamic program), "straight" or "on-device".
   std::string planner = "edgepipe";
-  /// The planner's model profile (planner::load_model_profile_file); empty:
-  /// the server profiles the model in its own process.
+  /// The planner's model profile: `profile`, else the file at
+  /// `profile_path` (planner::load_model_profile_file), else the server
+  /// profiles the model itself (profile_for_serving, on its own thread).
+  std::optional<planner::model_profile> profile;
   std::string profile_path;
   /// Rows per request (the micro-batch every stage computes at once).
   int64_t micro_batch = 8;
@@ -85,6 +89,17 @@ using server_actor = caf::typed_actor<
   caf::reacts_to<caf::tick_atom>,
   /// Stops the stages, frees the nodes, fails what is not answered.
   caf::reacts_to<stop_atom>>;
+
+/// The model's profile as the server plans with it: every layer's forward
+/// time at `micro_batch` samples on one LibTorch thread (as nodes compute
+/// by default), after warm-up passes. Take it before node processes start
+/// on the same host and before the program's actor system starts, where it
+/// can: on a 2-core host, profiles taken with either running came out 1.4
+/// to 2.8 times slower than the nodes then computed, and the planner picked
+/// worse pipelines from them (serve_bench, docs/inference.md).
+planner::model_profile profile_for_serving(const std::string& model,
+                                           const nlohmann::json& model_options,
+                                           int64_t micro_batch);
 
 /// A server on `devices` (connect_all) with the weights of `model` (all its
 /// layers built; the server sends each stage its range). Throws
