@@ -435,6 +435,16 @@ void recover(server_self self, int d, const std::string& why) {
   if (!st.opts.recover)
     return fail(self, why);
   st.dead.insert(d);
+  bool runs_a_stage = false;
+  for (const auto& stage : st.plan.stages)
+    runs_a_stage = runs_a_stage || stage.device == d;
+  if (!runs_a_stage && st.phase == server_phase::serving) {
+    // Nothing of the pipeline was there: it goes on as it is.
+    st.recoveries.push_back({{"lost", who(st, d)}, {"why", why},
+                             {"generation", st.generation}, {"pipeline_kept", true}});
+    spdlog::warn("server: {}; it ran no stage, the pipeline goes on", why);
+    return;
+  }
   ++st.generation;
   if (!st.recovering_since)
     st.recovering_since = server_clock::now();

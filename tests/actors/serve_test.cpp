@@ -319,6 +319,50 @@ TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around,
   }
 }
 
+TEST_CASE("serve: a node that runs no stage is lost without touching the pipeline",
+          "[serve]") {
+  auto o = cluster_options(3, 27617);
+  actors::local_cluster cluster{o};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  actors::server_options so;
+  so.model = "cnn";
+  so.nodes = cluster.endpoints();
+  so.micro_batch = 4;
+  so.plan = one_stage_per_layer_group({{0, 2}, {2, 4}}); // nodes 0 and 1; node 2 idle
+  auto model = fresh_model("cnn", 8);
+  auto server = actors::spawn_server(sys, so, devices, model);
+  stop_at_exit guard{server};
+  caf::scoped_actor self{sys};
+  REQUIRE(start(self, server).empty());
+  auto x = torch::randn({4, 1, 28, 28});
+  REQUIRE(ask(self, server, x).first.empty());
+  ::kill(cluster.pids()[2], SIGKILL);
+  // The loss is seen when node 2's connection closes; then requests go on.
+  json stats;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
+      .receive([&](std::string& s) { stats = json::parse(s); },
+               [&](caf::error&) {});
+    if (!stats.value("recoveries", json::array()).empty())
+      break;
+  }
+  INFO(stats.dump());
+  REQUIRE(stats["recoveries"].size() == 1);
+  CHECK(stats["recoveries"][0]["lost"] == "node2");
+  CHECK(stats["recoveries"][0]["pipeline_kept"] == true);
+  CHECK(stats["generation"] == 1);
+  auto again = ask(self, server, x);
+  REQUIRE(again.first.empty());
+  torch::NoGradGuard no_grad;
+  model->eval();
+  CHECK((serialization::decode_tensor(again.second) - model->forward(x)).abs().max()
+          .item<double>() <= 1e-5);
+}
+
 TEST_CASE("serve: weights from a job's checkpoint are served as trained", "[serve]") {
   // Train: 6 steps on 2 in-process devices, checkpoint at the end.
   auto ckpt = std::string(ASTEROID_TEST_TMP) + "/serve-trained.ckpt";

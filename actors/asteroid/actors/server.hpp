@@ -9,7 +9,8 @@
 /// to it by message (run_serve in serve.hpp is such a program).
 ///
 /// A node that is lost while it serves (its connection closes, or its stage
-/// goes down) is left out: the server plans the model again on the nodes
+/// goes down) is left out; a node that ran no stage changes nothing else.
+/// Otherwise the server plans the model again on the nodes
 /// left (EdgePipe's planner, also when the caller gave the stages), builds
 /// the new stages from its own copy of the weights, and sends every request
 /// that was in flight again; outputs of the replaced pipeline are dropped by
