@@ -42,7 +42,8 @@ serve_spec parse_serve(const json& j, const std::string& where) {
                          "credentials", "planner", "profile", "plan", "micro_batch",
                          "max_in_flight", "activation_codec", "data_plane", "dataset",
                          "data_dir", "requests", "metrics", "trace", "outputs",
-                         "connect_timeout_ms", "request_timeout_ms", "recover"});
+                         "connect_timeout_ms", "request_timeout_ms", "recover",
+                         "heartbeat_ms", "heartbeat_misses"});
     read_optional(j, f, "model", s.model);
     if (auto* x = planner::optional_member(j, "model_options")) {
       if (!x->is_object())
@@ -115,6 +116,12 @@ serve_spec parse_serve(const json& j, const std::string& where) {
     if (s.request_timeout_ms < 1)
       f["request_timeout_ms"].fail("must be >= 1");
     read_optional(j, f, "recover", s.recover);
+    read_optional(j, f, "heartbeat_ms", s.heartbeat_ms);
+    if (s.heartbeat_ms < 1)
+      f["heartbeat_ms"].fail("must be >= 1");
+    read_optional(j, f, "heartbeat_misses", s.heartbeat_misses);
+    if (s.heartbeat_misses < 1)
+      f["heartbeat_misses"].fail("must be >= 1");
     return s;
   } catch (const planner::json_error& e) {
     throw std::invalid_argument(e.what());
@@ -301,6 +308,8 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   so.connect_timeout_ms = spec.connect_timeout_ms;
   so.request_timeout_ms = spec.request_timeout_ms;
   so.recover = spec.recover;
+  so.heartbeat_ms = spec.heartbeat_ms;
+  so.heartbeat_misses = spec.heartbeat_misses;
   so.profile = spec.profile;
   auto server = spawn_server(sys, so, devices, std::move(model));
   const int window = spec.max_in_flight > 0 ? spec.max_in_flight

@@ -3,6 +3,7 @@
 #include "asteroid/actors/server.hpp"
 
 #include "asteroid/actors/data_plane.hpp"
+#include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/inference_spec.hpp"
 #include "asteroid/actors/inference_stage.hpp"
 #include "asteroid/actors/stage_state.hpp"
@@ -64,8 +65,11 @@ struct server_state {
   int64_t generation = 1;
   std::optional<planner::model_profile> profile;
   std::optional<server_clock::time_point> recovering_since;
-  /// The timeout check (tick) is scheduled.
+  /// The server's clock (tick: heartbeats, timeouts) runs: from the claim
+  /// until the server fails or stops.
   bool ticking = false;
+  /// Watches the claimed nodes from the claim on (indices: devices).
+  std::optional<heartbeat_monitor> heartbeats;
   std::vector<json> recoveries;
   planner::inference_plan plan;
   std::vector<inference_stage_actor> stages;
@@ -206,6 +210,31 @@ void answer_in_order(server_self self) {
   }
 }
 
+/// How often the server's clock ticks: each heartbeat, and at least twice
+/// a second for the timeouts.
+milliseconds tick_period(const server_state& st) {
+  return std::min(milliseconds(500), milliseconds(st.opts.heartbeat_ms));
+}
+
+/// Pings every node the server holds and not yet lost; an answer restarts
+/// the node's clock, silence is what heartbeat_monitor::newly_dead counts.
+void ping_nodes(server_self self, server_clock::time_point now) {
+  auto& st = self->state;
+  auto& hb = *st.heartbeats;
+  const auto round = hb.pinged(now);
+  for (int d : st.claimed) {
+    if (hb.dead(d))
+      continue;
+    self->request(st.devices[d], hb.tolerance(), heartbeat_atom::value, round)
+      .then(
+        [=](heartbeat_atom, int64_t seq) {
+          if (auto& monitor = self->state.heartbeats)
+            monitor->answered(d, seq, server_clock::now());
+        },
+        [](caf::error&) {});
+  }
+}
+
 /// The cluster of the devices not lost, and which device each of its
 /// devices is.
 std::pair<planner::cluster, std::vector<int>> cluster_of(const server_state& st) {
@@ -328,10 +357,6 @@ void wire(server_self self) {
         auto& st = self->state;
         const bool recovered = st.recovering_since.has_value();
         st.phase = server_phase::serving;
-        if (!st.ticking) {
-          st.ticking = true;
-          self->delayed_send(self, milliseconds(500), caf::tick_atom::value);
-        }
         if (st.started) {
           json j;
           to_json(j, st.plan);
@@ -448,11 +473,7 @@ void recover(server_self self, int d, const std::string& why) {
   ++st.generation;
   if (!st.recovering_since)
     st.recovering_since = server_clock::now();
-  st.phase = server_phase::recovering;
-  if (!st.ticking) { // bounds the recovery
-    st.ticking = true;
-    self->delayed_send(self, milliseconds(500), caf::tick_atom::value);
-  }
+  st.phase = server_phase::recovering; // bounded by the tick
   st.recoveries.push_back({{"lost", who(st, d)}, {"why", why},
                            {"generation", st.generation},
                            {"in_flight", st.in_flight.size()}});
@@ -465,6 +486,19 @@ void recover(server_self self, int d, const std::string& why) {
     return fail(self, why + "; no pipeline on the nodes left: " + e.what());
   }
   deploy(self);
+}
+
+/// Node `d` is gone (`why`): before a plan there is nothing to plan around,
+/// and the start fails; after, the pipeline is planned around it.
+void node_lost(server_self self, int d, const std::string& why) {
+  auto& st = self->state;
+  if (st.dead.count(d))
+    return;
+  if (st.heartbeats)
+    st.heartbeats->mark_dead(d);
+  if (st.phase == server_phase::starting && st.plan.stages.empty())
+    return fail(self, why);
+  recover(self, d, why);
 }
 
 void start(server_self self) {
@@ -526,6 +560,13 @@ void start(server_self self) {
             return;
           if (!err.empty())
             return failed(err);
+          // The nodes are ours: from here on they are watched.
+          auto& st = self->state;
+          st.heartbeats.emplace(static_cast<int>(st.devices.size()),
+                                milliseconds(st.opts.heartbeat_ms), st.opts.heartbeat_misses);
+          st.heartbeats->reset(server_clock::now());
+          st.ticking = true;
+          self->delayed_send(self, tick_period(st), caf::tick_atom::value);
           try {
             self->state.plan = make_plan(self->state);
           } catch (const std::exception& e) {
@@ -578,9 +619,7 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
   detail::drop_unexpected(self, "server");
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    const bool serving = st.phase == server_phase::serving
-                         || st.phase == server_phase::recovering;
-    if (st.phase != server_phase::starting && !serving)
+    if (st.phase == server_phase::idle || ended(st))
       return;
     int lost = -1;
     std::string why;
@@ -598,12 +637,8 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
         why = "stage " + std::to_string(s) + " on node " + who(st, lost) + " went down ("
               + self->system().render(dm.reason) + ")";
       }
-    if (lost < 0 || st.dead.count(lost))
-      return;
-    // Before a plan there is nothing to re-plan: the start fails.
-    if (!serving && st.plan.stages.empty())
-      return fail(self, why);
-    recover(self, lost, why);
+    if (lost >= 0)
+      node_lost(self, lost, why);
   });
   // A server that dies without a stop leaves nothing behind either: its
   // stages quit when it goes down, its nodes are free when it goes.
@@ -645,6 +680,13 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
         rows = x.size(0);
       } catch (const std::exception& e) {
         rp.deliver(std::string("request refused: ") + e.what(), std::string{});
+        return rp;
+      }
+      if (static_cast<int64_t>(st.waiting.size()) >= st.opts.max_waiting) {
+        rp.deliver("request refused: " + std::to_string(st.waiting.size())
+                     + " requests wait already (max_waiting); send it again once "
+                       "some are answered",
+                   std::string{});
         return rp;
       }
       request_entry r;
@@ -724,24 +766,36 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
     },
     [=](caf::tick_atom) {
       auto& st = self->state;
-      auto limit = milliseconds(st.opts.request_timeout_ms);
-      auto now = server_clock::now();
-      if (st.phase == server_phase::recovering) {
-        if (now - *st.recovering_since > limit)
-          return fail(self, "no new pipeline within " + std::to_string(limit.count())
-                              + " ms after " + st.recoveries.back().value("why", ""));
-        self->delayed_send(self, milliseconds(500), caf::tick_atom::value);
-        return;
-      }
-      if (st.phase != server_phase::serving) {
+      if (ended(st)) {
         st.ticking = false;
         return;
       }
+      self->delayed_send(self, tick_period(st), caf::tick_atom::value);
+      auto now = server_clock::now();
+      if (st.heartbeats) {
+        auto& hb = *st.heartbeats;
+        // A round this server skipped (its thread was busy deploying) is
+        // its own silence, not the nodes'.
+        hb.catch_up(now);
+        if (hb.due(now))
+          ping_nodes(self, now);
+        for (int d : hb.newly_dead(now)) {
+          node_lost(self, d, "node " + who(st, d) + " answered no heartbeat for "
+                               + std::to_string(hb.tolerance().count()) + " ms");
+          if (ended(st))
+            return;
+        }
+      }
+      auto limit = milliseconds(st.opts.request_timeout_ms);
+      if (st.phase == server_phase::recovering && now - *st.recovering_since > limit)
+        return fail(self, "no new pipeline within " + std::to_string(limit.count())
+                            + " ms after " + st.recoveries.back().value("why", ""));
+      if (st.phase != server_phase::serving)
+        return;
       for (auto& [id, r] : st.in_flight)
         if (now - r.sent > limit)
           return fail(self, "request " + std::to_string(id) + ": no answer from the "
                               + "pipeline within " + std::to_string(limit.count()) + " ms");
-      self->delayed_send(self, milliseconds(500), caf::tick_atom::value);
     },
     [=](stop_atom) {
       fail(self, "the server was stopped", server_phase::stopped);
@@ -798,6 +852,10 @@ server_actor spawn_server(caf::actor_system& sys, server_options options,
     throw std::invalid_argument("server: max_in_flight must be >= 0");
   if (options.request_timeout_ms < 1 || options.connect_timeout_ms < 1)
     throw std::invalid_argument("server: timeouts must be >= 1 ms");
+  if (options.heartbeat_ms < 1 || options.heartbeat_misses < 1)
+    throw std::invalid_argument("server: heartbeat_ms and heartbeat_misses must be >= 1");
+  if (options.max_waiting < 1)
+    throw std::invalid_argument("server: max_waiting must be >= 1");
   if (!model)
     throw std::invalid_argument("server: no model");
   kernels::parse_wire_codec(options.activation_codec);

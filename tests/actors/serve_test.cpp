@@ -1,7 +1,7 @@
 // The inference server (server.hpp, serve.hpp): a model partitioned over
 // devices answers every request once, in order, with what one device would
 // compute; bad requests and lost nodes get errors, never a hang. Node
-// processes use ports 27600-27619.
+// processes use ports 27600-27619 and 27623-27626.
 #include "job_test_helpers.hpp"
 
 #include "asteroid/actors/inference_stage.hpp"
@@ -204,6 +204,45 @@ TEST_CASE("serve: the planner places the stages, and a request of the wrong shap
           .item<double>() <= 1e-5);
 }
 
+TEST_CASE("serve: requests beyond the window and max_waiting are refused, naming the "
+          "bound, and the server serves on",
+          "[serve]") {
+  in_process env{1, 50.0}; // each request computes for tens of ms
+  auto model = fresh_model("cnn", 5);
+  actors::server_options so;
+  so.model = "cnn";
+  so.micro_batch = 4;
+  so.max_in_flight = 1;
+  so.max_waiting = 3;
+  so.plan = one_stage_per_layer_group({{0, 4}});
+  auto server = actors::spawn_server(*env.sys, so, env.devices, model);
+  stop_at_exit guard{server};
+  caf::scoped_actor self{*env.sys};
+  REQUIRE(start(self, server).empty());
+  // Sent at once (plain sends: the answers come back as ordinary messages):
+  // one goes in, three wait, the rest are refused.
+  for (int i = 0; i < 10; ++i)
+    self->send(server, actors::infer_atom::value,
+               serialization::encode_tensor(torch::randn({4, 1, 28, 28})));
+  int refused = 0, answered = 0;
+  for (int i = 0; i < 10; ++i)
+    self->receive(
+      [&](std::string& err, std::string&) {
+        if (err.empty())
+          ++answered;
+        else {
+          ++refused;
+          CHECK_THAT(err, Catch::Contains("3 requests wait already (max_waiting)"));
+        }
+      },
+      [&](caf::error& e) { FAIL("request failed in CAF: " << env.sys->render(e)); },
+      caf::after(std::chrono::seconds(30)) >> [&] { FAIL("no answer within 30 s"); });
+  CHECK(answered >= 4);
+  CHECK(refused >= 1);
+  CHECK(answered + refused == 10);
+  CHECK(ask(self, server, torch::randn({4, 1, 28, 28})).first.empty());
+}
+
 TEST_CASE("serve: a node whose budget cannot hold its stage refuses it, naming the "
           "stage, the predicted bytes and the budget",
           "[serve]") {
@@ -268,10 +307,14 @@ TEST_CASE("serve: without recovery, a node killed while requests stream fails ev
              Catch::Contains("not serving"));
 }
 
-TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around, and "
-          "every request is answered exactly once with the single-device output",
-          "[serve]") {
-  auto o = cluster_options(4, 27605);
+/// Streams 1,000 requests of 2 rows through a 4-stage cnn on 4 node
+/// processes (ports from `port`) and sends `signal` to a stage's node when
+/// the server takes request k, both drawn per run: requests are then in the
+/// pipeline and more are to come. Every request must be answered once, in
+/// order, with the single-device output. Returns the server's stats, and
+/// continues a stopped node before its cluster stops.
+json stream_through_a_loss(int port, int signal, const std::string& what) {
+  auto o = cluster_options(4, port);
   actors::local_cluster cluster{o};
   caf::actor_system_config cfg;
   actors::configure(cfg);
@@ -283,40 +326,59 @@ TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around,
   auto spec = spec_for("cnn", 2);
   spec.nodes = cluster.endpoints();
   spec.plan = one_stage_per_layer_group({{0, 1}, {1, 2}, {2, 3}, {3, 4}});
-  // The kill comes at a moment drawn per run, while requests stream.
+  spec.heartbeat_ms = 250;
+  spec.heartbeat_misses = 4;
   std::random_device seed;
-  const auto delay_ms = 150 + static_cast<int>(seed() % 400);
+  const int64_t at_request = 50 + static_cast<int64_t>(seed() % 850);
   const int victim = 1 + static_cast<int>(seed() % 3);
-  INFO("node" << victim << " killed " << delay_ms << " ms after the start");
-  std::thread killer{[&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    ::kill(cluster.pids()[victim], SIGKILL);
-  }};
+  const auto victim_pid = cluster.pids()[victim];
+  INFO("node" << victim << " " << what << " as request " << at_request << " is taken");
+  actors::request_source source;
+  source.count = static_cast<int64_t>(inputs.size());
+  source.input = [&](int64_t i) {
+    if (i == at_request)
+      ::kill(victim_pid, signal);
+    return inputs[static_cast<size_t>(i)];
+  };
   actors::serve_result r;
   try {
-    r = actors::run_serve(sys, spec, devices, model, actors::request_source::of(inputs));
+    r = actors::run_serve(sys, spec, devices, model, source);
   } catch (...) {
-    killer.join();
+    ::kill(victim_pid, SIGCONT);
     throw;
   }
-  killer.join();
+  ::kill(victim_pid, SIGCONT);
+  INFO(r.stats.dump());
   REQUIRE(r.outputs.sizes() == want.sizes());
   // In order, each once: output i is request i's.
   CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
   CHECK(r.requests == 1000);
   const auto& recoveries = r.stats["recoveries"];
-  INFO(r.stats.dump());
-  if (recoveries.empty()) {
-    // The stream finished before the kill: nothing to recover from.
-    WARN("all 1000 requests answered before the kill");
-  } else {
-    REQUIRE(recoveries.size() == 1);
-    CHECK(recoveries[0]["lost"] == "node" + std::to_string(victim));
-    CHECK(r.stats["stages"].size() <= 3);
-    for (const auto& s : r.stats["stages"])
-      CHECK(s["label"].get<std::string>().find("node" + std::to_string(victim))
-            == std::string::npos);
-  }
+  REQUIRE(recoveries.size() == 1);
+  CHECK(recoveries[0]["lost"] == "node" + std::to_string(victim));
+  CHECK(r.stats["stages"].size() <= 3);
+  for (const auto& s : r.stats["stages"])
+    CHECK(s["label"].get<std::string>().find("node" + std::to_string(victim))
+          == std::string::npos);
+  return r.stats;
+}
+
+TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around, and "
+          "every request is answered exactly once with the single-device output",
+          "[serve]") {
+  auto stats = stream_through_a_loss(27605, SIGKILL, "killed");
+  // Seen when its connection closed, long before a heartbeat was missed.
+  CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
+             !Catch::Contains("heartbeat"));
+}
+
+TEST_CASE("serve: a node that hangs with its connection open (SIGSTOP) while 1,000 "
+          "requests stream misses its heartbeats, is replanned around, and every "
+          "request is answered exactly once with the single-device output",
+          "[serve]") {
+  auto stats = stream_through_a_loss(27623, SIGSTOP, "stopped");
+  CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
+             Catch::Contains("answered no heartbeat for 1000 ms"));
 }
 
 TEST_CASE("serve: a node that runs no stage is lost without touching the pipeline",
@@ -424,9 +486,15 @@ TEST_CASE("serve file: unknown keys, planners, codecs and sizes are named", "[se
   CHECK_THAT(bad({{"plan", {{"stages", json::array()}}}}), Catch::Contains("no stages"));
   CHECK_THAT(bad({{"plan", {{"stages", {{{"first_layer", 0}}}}}}}),
              Catch::Contains("end_layer"));
-  auto ok = actors::parse_serve({{"nodes", {"127.0.0.1:1"}}, {"requests", 3}}, "serve.json");
+  CHECK_THAT(bad({{"heartbeat_ms", 0}}), Catch::Contains("heartbeat_ms: must be >= 1"));
+  CHECK_THAT(bad({{"heartbeat_misses", "3"}}), Catch::Contains("heartbeat_misses"));
+  auto ok = actors::parse_serve({{"nodes", {"127.0.0.1:1"}}, {"requests", 3},
+                                 {"heartbeat_ms", 100}, {"heartbeat_misses", 3}},
+                                "serve.json");
   CHECK(ok.requests == 3);
   CHECK(ok.nodes.size() == 1);
+  CHECK(ok.heartbeat_ms == 100);
+  CHECK(ok.heartbeat_misses == 3);
 }
 
 TEST_CASE("inference spec: a peer's spec that cannot work is refused by name", "[serve]") {

@@ -18,7 +18,8 @@
 ///      "data_plane": true, "dataset": "fashion-mnist", "data_dir": "",
 ///      "requests": 100, "metrics": "serve.jsonl", "trace": "serve.json",
 ///      "outputs": "outputs.jsonl", "connect_timeout_ms": 3000,
-///      "request_timeout_ms": 60000, "recover": true}
+///      "request_timeout_ms": 60000, "recover": true, "heartbeat_ms": 500,
+///      "heartbeat_misses": 6}
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/inference_plan.hpp"
@@ -77,6 +78,9 @@ struct serve_spec {
   /// Re-plan on the nodes left when one is lost, and send the requests in
   /// flight again (server.hpp); false: a loss fails what is not answered.
   bool recover = true;
+  /// The server's heartbeats (server_options).
+  int64_t heartbeat_ms = 500;
+  int heartbeat_misses = 6;
 };
 
 /// Reads a serve file's JSON; throws std::invalid_argument starting with

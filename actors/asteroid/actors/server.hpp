@@ -8,17 +8,19 @@
 /// them in the order they came. It is an event-based actor: a program talks
 /// to it by message (run_serve in serve.hpp is such a program).
 ///
-/// A node that is lost while it serves (its connection closes, or its stage
-/// goes down) is left out; a node that ran no stage changes nothing else.
+/// A node that is lost while it serves (its connection closes, its stage
+/// goes down, or it stops answering the server's heartbeats, as a hung
+/// process or a cut link with its connection still open does) is left out;
+/// a node that ran no stage changes nothing else.
 /// Otherwise the server plans the model again on the nodes
 /// left (EdgePipe's planner, also when the caller gave the stages), builds
 /// the new stages from its own copy of the weights, and sends every request
 /// that was in flight again; outputs of the replaced pipeline are dropped by
-/// their generation, so each request is answered once. A node that hangs
-/// with its connection open is not detected this way: a request the
-/// pipeline does not answer within `request_timeout_ms` fails every request
-/// not yet answered, naming it, and the server stops serving (as it does
-/// after a loss with `recover` off, or when no plan fits the nodes left).
+/// their generation, so each request is answered once. A request the
+/// pipeline does not answer within `request_timeout_ms` for any other
+/// reason fails every request not yet answered, naming it, and the server
+/// stops serving (as it does after a loss with `recover` off, or when no
+/// plan fits the nodes left).
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/models/sequential_model.hpp"
 #include "asteroid/planner/inference_plan.hpp"
@@ -70,6 +72,17 @@ struct server_options {
   int64_t request_timeout_ms = 60000;
   /// Re-plan and go on when a node is lost (else: fail, see above).
   bool recover = true;
+  /// The server pings every node it claimed each `heartbeat_ms` and counts
+  /// a node lost once it has not answered for `heartbeat_misses` pings (3 s
+  /// of silence by default, where training allows 1 s: a node a server
+  /// counted lost does not come back, so a false alarm costs the pipeline
+  /// a node for good).
+  int64_t heartbeat_ms = 500;
+  int heartbeat_misses = 6;
+  /// Requests queued behind the window; more are refused (naming this
+  /// bound) until the pipeline drains, so a caller that sends without
+  /// waiting cannot make the server grow without bound.
+  int64_t max_waiting = 4096;
   /// Answers whose latency the stats keep (the most recent ones).
   int64_t latency_window = 100000;
 };
@@ -86,7 +99,7 @@ using server_actor = caf::typed_actor<
   /// Outputs of the last stage.
   caf::reacts_to<tensor_atom, serialization::tensor_message>,
   caf::replies_to<stats_atom>::with<std::string>,
-  /// Its own check for requests past their timeout, twice a second.
+  /// Its own clock: heartbeats, and requests past their timeout.
   caf::reacts_to<caf::tick_atom>,
   /// Stops the stages, frees the nodes, fails what is not answered.
   caf::reacts_to<stop_atom>>;
@@ -105,7 +118,8 @@ planner::model_profile profile_for_serving(const std::string& model,
 /// A server on `devices` (connect_all) with the weights of `model` (all its
 /// layers built; the server sends each stage its range). Throws
 /// std::invalid_argument for options that cannot work (no devices, a
-/// micro-batch below 1, an unknown planner or codec).
+/// micro-batch below 1, an unknown planner or codec, timeouts, heartbeats or
+/// queue bounds below 1).
 server_actor spawn_server(caf::actor_system& sys, server_options options,
                           std::vector<device_actor> devices,
                           models::sequential_model model);
