@@ -3,6 +3,7 @@
 // afterwards.
 #include "asteroid/actors/serve.hpp"
 
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/server.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/data/make_dataset.hpp"
@@ -39,7 +40,8 @@ serve_spec parse_serve(const json& j, const std::string& where) {
       f.fail(std::string("expected an object, got ") + j.type_name());
     planner::check_keys(j, f,
                         {"model", "model_options", "checkpoint", "seed", "nodes",
-                         "credentials", "planner", "profile", "plan", "micro_batch",
+                         "credentials", "planner", "profile", "measure_links", "plan",
+                         "micro_batch",
                          "max_in_flight", "activation_codec", "data_plane", "dataset",
                          "data_dir", "requests", "metrics", "trace", "outputs",
                          "connect_timeout_ms", "request_timeout_ms", "recover",
@@ -65,6 +67,7 @@ serve_spec parse_serve(const json& j, const std::string& where) {
       f["planner"].fail("planner '" + s.planner
                         + "' is not one of edgepipe, straight, on-device");
     read_optional(j, f, "profile", s.profile_path);
+    read_optional(j, f, "measure_links", s.measure_links);
     if (auto* x = planner::optional_member(j, "plan")) {
       auto pf = f["plan"];
       planner::check_keys(*x, pf, {"stages"});
@@ -311,6 +314,13 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   so.heartbeat_ms = spec.heartbeat_ms;
   so.heartbeat_misses = spec.heartbeat_misses;
   so.profile = spec.profile;
+  if (spec.measure_links && !spec.plan && spec.planner != "on-device" && devices.size() > 1
+      && spec.nodes.size() == devices.size()) {
+    // Before the server claims the nodes: a probe is answered by a free node.
+    link_probe_options lp;
+    lp.timeout = std::chrono::milliseconds(spec.connect_timeout_ms) + std::chrono::seconds(5);
+    so.links = measure_cluster(sys, devices, spec.nodes, 0, lp);
+  }
   auto server = spawn_server(sys, so, devices, std::move(model));
   const int window = spec.max_in_flight > 0 ? spec.max_in_flight
                                             : static_cast<int>(devices.size()) + 1;

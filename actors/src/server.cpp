@@ -249,7 +249,16 @@ std::pair<planner::cluster, std::vector<int>> cluster_of(const server_state& st)
                      st.caps[d].value("memory_bytes", int64_t{4} << 30),
                      d < st.opts.nodes.size() ? st.opts.nodes[d] : ""});
   }
-  return {planner::cluster::uniform("serve", specs, 1e9), alive};
+  auto c = planner::cluster::uniform("serve", specs, 1e9);
+  if (const auto& links = st.opts.links)
+    for (size_t i = 0; i < alive.size(); ++i)
+      for (size_t j = 0; j < alive.size(); ++j) {
+        c.bandwidth_Bps[i][j] = links->bandwidth(alive[i], alive[j]);
+        c.latency_s[i][j] = links->latency(alive[i], alive[j]);
+      }
+  c.activation_wire_ratio
+    = kernels::wire_ratio(kernels::parse_wire_codec(st.opts.activation_codec));
+  return {c, alive};
 }
 
 planner::inference_plan make_plan(server_state& st) {
@@ -601,6 +610,8 @@ json server_stats(const server_state& st) {
          {"max_in_flight", st.window},
          {"generation", st.generation},
          {"recoveries", st.recoveries}};
+  // What the planner priced transfers with.
+  j["links"] = st.opts.links ? json(*st.opts.links) : json("every link assumed 1 Gbit/s");
   if (!st.failure.empty())
     j["failure"] = st.failure;
   return j;
@@ -859,6 +870,10 @@ server_actor spawn_server(caf::actor_system& sys, server_options options,
   if (!model)
     throw std::invalid_argument("server: no model");
   kernels::parse_wire_codec(options.activation_codec);
+  if (options.links && options.links->size() != static_cast<int>(devices.size()))
+    throw std::invalid_argument("server: links measured for "
+                                + std::to_string(options.links->size()) + " nodes, but "
+                                + std::to_string(devices.size()) + " devices given");
   // Detached: planning profiles the model and deploying encodes weights,
   // which would hold a scheduler thread for seconds.
   return sys.spawn<caf::detached>(server_fun, std::move(options), std::move(devices),

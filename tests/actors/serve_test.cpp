@@ -1,7 +1,7 @@
 // The inference server (server.hpp, serve.hpp): a model partitioned over
 // devices answers every request once, in order, with what one device would
 // compute; bad requests and lost nodes get errors, never a hang. Node
-// processes use ports 27600-27619 and 27623-27626.
+// processes use ports 27600-27619 and 27623-27629.
 #include "job_test_helpers.hpp"
 
 #include "asteroid/actors/inference_stage.hpp"
@@ -120,6 +120,27 @@ TEST_CASE("serve: a 4-stage cnn pipeline answers every request once and in order
   }
   CHECK(r.latency_p99_ms >= r.latency_p50_ms);
   CHECK(r.samples_per_s > 0);
+}
+
+TEST_CASE("serve: fp16 activations on every link keep the top-1 class of at least "
+          "99 % of 1,000 inputs (cnn, 4 stages)",
+          "[serve]") {
+  in_process env{4};
+  auto model = fresh_model("cnn", 12);
+  auto inputs = random_requests(model, 125, 8);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("cnn", 8);
+  spec.plan = one_stage_per_layer_group({{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+  spec.activation_codec = "fp16";
+  auto r = actors::run_serve(*env.sys, spec, env.devices, model,
+                             actors::request_source::of(inputs));
+  REQUIRE(r.outputs.size(0) == 1000);
+  const auto agree = r.outputs.argmax(1).eq(want.argmax(1)).to(torch::kFloat64).mean()
+                       .item<double>();
+  const auto diff = (r.outputs - want).abs().max().item<double>();
+  INFO("agreement " << agree << ", max abs difference " << diff);
+  CHECK(agree >= 0.99);
+  CHECK(diff > 0); // the codec was used
 }
 
 TEST_CASE("serve: bert_small over 4 node processes (TLS, data plane) equals "
@@ -379,6 +400,40 @@ TEST_CASE("serve: a node that hangs with its connection open (SIGSTOP) while 1,0
   auto stats = stream_through_a_loss(27623, SIGSTOP, "stopped");
   CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
              Catch::Contains("answered no heartbeat for 1000 ms"));
+}
+
+TEST_CASE("serve: the planner plans with the links as measured between the nodes "
+          "(paced to 100 Mbit/s), and the stats say so",
+          "[serve]") {
+  auto o = cluster_options(3, 27627);
+  o.link_rate_mbps = 100;
+  actors::local_cluster cluster{o};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  auto model = fresh_model("cnn", 9);
+  auto inputs = random_requests(model, 6, 8);
+  auto want = single_device(model, inputs);
+  auto spec = spec_for("cnn", 8);
+  spec.nodes = cluster.endpoints();
+  auto r = actors::run_serve(sys, spec, devices, model, actors::request_source::of(inputs));
+  CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
+  const auto& links = r.stats["links"];
+  INFO(links.dump());
+  REQUIRE(links.contains("bandwidth_mbps"));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      if (i != j) {
+        const auto mbps = links["bandwidth_mbps"][i][j].get<double>();
+        CHECK(mbps > 50);
+        CHECK(mbps < 150);
+      }
+  // Without measuring, the planner is told so.
+  spec.measure_links = false;
+  auto assumed = actors::run_serve(sys, spec, devices, model,
+                                   actors::request_source::of(inputs));
+  CHECK(assumed.stats["links"] == "every link assumed 1 Gbit/s");
 }
 
 TEST_CASE("serve: a node that runs no stage is lost without touching the pipeline",

@@ -13,6 +13,7 @@
 ///     {"model": "cnn", "model_options": {}, "checkpoint": "job.ckpt",
 ///      "seed": 1, "nodes": ["127.0.0.1:27000", ...], "credentials": "DIR",
 ///      "planner": "edgepipe", "profile": "cnn.profile.json",
+///      "measure_links": true,
 ///      "plan": {"stages": [{"first_layer": 0, "end_layer": 2, "device": 0}, ...]},
 ///      "micro_batch": 8, "max_in_flight": 0, "activation_codec": "none",
 ///      "data_plane": true, "dataset": "fashion-mnist", "data_dir": "",
@@ -53,6 +54,11 @@ struct serve_spec {
   /// it starts its actor system when neither this, a file nor stages are
   /// given).
   std::optional<planner::model_profile> profile;
+  /// When the planner places the stages over more than one node: measure
+  /// every link between the nodes first (remote_probe.hpp), on the path the
+  /// stages' tensors take, and plan with them; false: every link counts as
+  /// 1 Gbit/s.
+  bool measure_links = true;
   /// Stages given by the caller (first_layer, end_layer, device each).
   std::optional<planner::inference_plan> plan;
   int64_t micro_batch = 8;

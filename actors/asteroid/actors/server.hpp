@@ -23,6 +23,7 @@
 /// plan fits the nodes left).
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/models/sequential_model.hpp"
+#include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/inference_plan.hpp"
 #include "asteroid/planner/model_profile.hpp"
 
@@ -56,6 +57,12 @@ struct server_options {
   /// profiles the model itself (profile_for_serving, on its own thread).
   std::optional<planner::model_profile> profile;
   std::string profile_path;
+  /// The links between the nodes as measured (remote_probe.hpp's
+  /// measure_cluster over the same devices, in the same order): the
+  /// planner prices every transfer with them. None: every link counts as
+  /// 1 Gbit/s. Either way a transfer costs the bytes `activation_codec`
+  /// puts on the wire.
+  std::optional<planner::cluster> links;
   /// Rows per request (the micro-batch every stage computes at once).
   int64_t micro_batch = 8;
   /// Requests in the pipeline at once (0: stages + 1); every stage's
