@@ -1,0 +1,106 @@
+#pragma once
+// The inference server's state and the functions its two files share:
+// server.cpp (requests, answers, heartbeats, the behavior) and
+// server_pipeline.cpp (claim, plan, build and wire the stages, and plan
+// again after a loss).
+#include "asteroid/actors/heartbeat_monitor.hpp"
+#include "asteroid/actors/inference_stage.hpp"
+#include "asteroid/actors/server.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace asteroid::actors::serving {
+
+using nlohmann::json;
+using server_clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct request_entry {
+  int64_t id = 0;
+  int64_t rows = 0;
+  std::string input;
+  caf::typed_response_promise<std::string, std::string> promise;
+  server_clock::time_point arrived;
+  server_clock::time_point sent;
+};
+
+enum class server_phase { idle, starting, serving, recovering, failed, stopped };
+
+struct server_state {
+  server_options opts;
+  std::vector<device_actor> devices;
+  models::sequential_model model{nullptr};
+  int64_t job = 0;
+  server_phase phase = server_phase::idle;
+  std::string failure;
+  /// The answer to `start_atom`, until the server serves or fails.
+  std::optional<caf::typed_response_promise<std::string, std::string>> started;
+  std::vector<json> caps;
+  std::vector<int> claimed;
+  /// Devices lost while serving: the plans after a loss leave them out.
+  std::set<int> dead;
+  /// Bumped by every recovery: stages stamp their outputs with it, and an
+  /// output of an older pipeline (a request it computed before the loss,
+  /// answered again by the new one) is dropped.
+  int64_t generation = 1;
+  std::optional<planner::model_profile> profile;
+  std::optional<server_clock::time_point> recovering_since;
+  /// The server's clock (tick: heartbeats, timeouts) runs: from the claim
+  /// until the server fails or stops.
+  bool ticking = false;
+  /// Watches the claimed nodes from the claim on (indices: devices).
+  std::optional<heartbeat_monitor> heartbeats;
+  std::vector<json> recoveries;
+  planner::inference_plan plan;
+  std::vector<inference_stage_actor> stages;
+  int window = 1;
+  /// The model's input per sample, and its dtype: what a request must be.
+  models::shape_t sample_shape;
+  torch::Dtype input_dtype = torch::kFloat32;
+  int64_t next_id = 0;
+  int64_t next_answer = 0;
+  std::deque<request_entry> waiting;
+  std::map<int64_t, request_entry> in_flight;
+  /// Computed, waiting for an earlier request's answer.
+  std::map<int64_t, std::pair<request_entry, std::string>> done;
+  int64_t answered = 0;
+  int64_t samples = 0;
+  std::optional<server_clock::time_point> first_sent;
+  server_clock::time_point last_answer;
+  std::deque<double> latencies_ms;
+};
+
+using server_self = server_actor::stateful_pointer<server_state>;
+
+/// A node's name for messages: its capabilities' name, else its endpoint.
+std::string who(const server_state& st, int d);
+bool ended(const server_state& st);
+/// Ends serving: every request not answered gets `why`.
+void fail(server_self self, const std::string& why, server_phase to = server_phase::failed);
+/// Sends request `r` into the pipeline (again, after a recovery).
+void send_request(server_self self, request_entry& r);
+/// Moves waiting requests into the pipeline while the window has room.
+void pump(server_self self);
+/// How often the server's clock ticks.
+milliseconds tick_period(const server_state& st);
+
+// server_pipeline.cpp
+/// Claims the nodes, reads their capabilities, plans, deploys and wires;
+/// answers `st.started` when serving or failed.
+void start(server_self self);
+/// Node `d` is gone (`why`): plan around it, or fail.
+void node_lost(server_self self, int d, const std::string& why);
+void stop_stages(server_self self);
+void release_nodes(server_self self);
+
+} // namespace asteroid::actors::serving
