@@ -87,9 +87,7 @@ serve_spec parse_serve(const json& j, const std::string& where) {
       }
       s.plan = p;
     }
-    read_optional(j, f, "micro_batch", s.micro_batch);
-    if (s.micro_batch < 1)
-      f["micro_batch"].fail("must be >= 1");
+    planner::read_optional_at_least(j, f, "micro_batch", s.micro_batch, int64_t{1});
     read_optional(j, f, "max_in_flight", s.max_in_flight);
     if (s.max_in_flight < 0)
       f["max_in_flight"].fail("must be >= 0 (0: stages + 1)");
@@ -106,25 +104,15 @@ serve_spec parse_serve(const json& j, const std::string& where) {
       f["dataset"].fail("dataset '" + s.dataset
                         + "' is not one of fashion-mnist, cifar10, synthetic");
     read_optional(j, f, "data_dir", s.data_dir);
-    read_optional(j, f, "requests", s.requests);
-    if (s.requests < 1)
-      f["requests"].fail("must be >= 1");
+    planner::read_optional_at_least(j, f, "requests", s.requests, int64_t{1});
     read_optional(j, f, "metrics", s.metrics_path);
     read_optional(j, f, "trace", s.trace_path);
     read_optional(j, f, "outputs", s.outputs_path);
-    read_optional(j, f, "connect_timeout_ms", s.connect_timeout_ms);
-    if (s.connect_timeout_ms < 1)
-      f["connect_timeout_ms"].fail("must be >= 1");
-    read_optional(j, f, "request_timeout_ms", s.request_timeout_ms);
-    if (s.request_timeout_ms < 1)
-      f["request_timeout_ms"].fail("must be >= 1");
+    planner::read_optional_at_least(j, f, "connect_timeout_ms", s.connect_timeout_ms, int64_t{1});
+    planner::read_optional_at_least(j, f, "request_timeout_ms", s.request_timeout_ms, int64_t{1});
     read_optional(j, f, "recover", s.recover);
-    read_optional(j, f, "heartbeat_ms", s.heartbeat_ms);
-    if (s.heartbeat_ms < 1)
-      f["heartbeat_ms"].fail("must be >= 1");
-    read_optional(j, f, "heartbeat_misses", s.heartbeat_misses);
-    if (s.heartbeat_misses < 1)
-      f["heartbeat_misses"].fail("must be >= 1");
+    planner::read_optional_at_least(j, f, "heartbeat_ms", s.heartbeat_ms, int64_t{1});
+    planner::read_optional_at_least(j, f, "heartbeat_misses", s.heartbeat_misses, int{1});
     return s;
   } catch (const planner::json_error& e) {
     throw std::invalid_argument(e.what());

@@ -334,15 +334,64 @@ void node_lost(server_self self, int d, const std::string& why) {
   recover(self, d, why);
 }
 
-void start(server_self self) {
+namespace {
+
+/// What runs after every device answered one step of the start: `next`,
+/// unless a device's error (or a stop meanwhile) ended the start.
+std::function<void(std::string)> unless_failed(server_self self, std::function<void()> next) {
+  return [=](std::string err) {
+    if (ended(self->state))
+      return;
+    if (!err.empty())
+      return fail(self, err);
+    next();
+  };
+}
+
+/// The nodes are ours: watch them, plan, build.
+void plan_and_deploy(server_self self) {
   auto& st = self->state;
-  st.phase = server_phase::starting;
-  st.job = detail::draw_job_id();
-  const auto timeout = milliseconds(st.opts.connect_timeout_ms);
-  st.caps.assign(st.devices.size(), json::object());
-  for (auto& d : st.devices)
-    self->monitor(d);
-  auto failed = [=](const std::string& why) { fail(self, why); };
+  st.heartbeats.emplace(static_cast<int>(st.devices.size()),
+                        milliseconds(st.opts.heartbeat_ms), st.opts.heartbeat_misses);
+  st.heartbeats->reset(server_clock::now());
+  st.ticking = true;
+  self->delayed_send(self, tick_period(st), caf::tick_atom::value);
+  try {
+    st.plan = make_plan(st);
+  } catch (const std::exception& e) {
+    return fail(self, e.what());
+  }
+  deploy(self);
+}
+
+void claim_nodes(server_self self) {
+  const auto timeout = milliseconds(self->state.opts.connect_timeout_ms);
+  for_each_device(
+    self,
+    [=](int d, std::function<void(std::string)> done) {
+      self
+        ->request(self->state.devices[d], timeout, claim_atom::value, self->state.job,
+                  int64_t{0})
+        .then(
+          [=](std::string& e, int64_t) {
+            if (e.empty())
+              self->state.claimed.push_back(d);
+            // Another node's refusal ended the start already.
+            if (e.empty() && self->state.phase != server_phase::starting)
+              release_nodes(self);
+            done(e.empty() ? e
+                           : "node " + who(self->state, d) + " cannot serve this job: " + e);
+          },
+          [=](caf::error& e) {
+            done("node " + who(self->state, d) + " cannot serve this job: "
+                 + self->system().render(e));
+          });
+    },
+    unless_failed(self, [=] { plan_and_deploy(self); }));
+}
+
+void read_capabilities(server_self self) {
+  const auto timeout = milliseconds(self->state.opts.connect_timeout_ms);
   for_each_device(
     self,
     [=](int d, std::function<void(std::string)> done) {
@@ -362,52 +411,19 @@ void start(server_self self) {
                  + self->system().render(e));
           });
     },
-    [=](std::string err) mutable {
-      if (ended(self->state))
-        return;
-      if (!err.empty())
-        return failed(err);
-      for_each_device(
-        self,
-        [=](int d, std::function<void(std::string)> done) {
-          self
-            ->request(self->state.devices[d], timeout, claim_atom::value,
-                      self->state.job, int64_t{0})
-            .then(
-              [=](std::string& e, int64_t) {
-                if (e.empty())
-                  self->state.claimed.push_back(d);
-                // Another node's refusal ended the start already.
-                if (e.empty() && self->state.phase != server_phase::starting)
-                  release_nodes(self);
-                done(e.empty() ? e : "node " + who(self->state, d)
-                                       + " cannot serve this job: " + e);
-              },
-              [=](caf::error& e) {
-                done("node " + who(self->state, d) + " cannot serve this job: "
-                     + self->system().render(e));
-              });
-        },
-        [=](std::string err) mutable {
-          if (ended(self->state))
-            return;
-          if (!err.empty())
-            return failed(err);
-          // The nodes are ours: from here on they are watched.
-          auto& st = self->state;
-          st.heartbeats.emplace(static_cast<int>(st.devices.size()),
-                                milliseconds(st.opts.heartbeat_ms), st.opts.heartbeat_misses);
-          st.heartbeats->reset(server_clock::now());
-          st.ticking = true;
-          self->delayed_send(self, tick_period(st), caf::tick_atom::value);
-          try {
-            self->state.plan = make_plan(self->state);
-          } catch (const std::exception& e) {
-            return failed(e.what());
-          }
-          deploy(self);
-        });
-    });
+    unless_failed(self, [=] { claim_nodes(self); }));
+}
+
+} // namespace
+
+void start(server_self self) {
+  auto& st = self->state;
+  st.phase = server_phase::starting;
+  st.job = detail::draw_job_id();
+  st.caps.assign(st.devices.size(), json::object());
+  for (auto& d : st.devices)
+    self->monitor(d);
+  read_capabilities(self);
 }
 
 } // namespace asteroid::actors::serving

@@ -73,6 +73,16 @@ void read_optional(const nlohmann::json& obj, const json_field& f,
 void read_optional(const nlohmann::json& obj, const json_field& f,
                    const char* key, std::vector<int64_t>& dst);
 
+/// read_optional for a number that must be at least `lo` when present;
+/// fails naming the field and the bound.
+template <class T>
+void read_optional_at_least(const nlohmann::json& obj, const json_field& f, const char* key,
+                            T& dst, T lo) {
+  read_optional(obj, f, key, dst);
+  if (dst < lo)
+    f[key].fail("must be >= " + std::to_string(lo));
+}
+
 /// The same for a field that must be there.
 template <class T>
 void read_required(const nlohmann::json& obj, const json_field& f,
