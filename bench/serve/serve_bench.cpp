@@ -3,7 +3,9 @@
 // emulated slowdown), the pipeline EdgePipe's planner picks, its predicted
 // samples/s next to what `run_serve` measured, and the measured speedup over
 // the one-node pipeline. The planner's profile is taken once in this process
-// on one thread, as the nodes compute, before any node starts.
+// on one thread, as the nodes compute, before any node starts. Each node
+// count runs twice, side by side: with the links measured before planning
+// (measure_links, the default) and with every link assumed 1 Gbit/s.
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/server.hpp"
@@ -54,48 +56,70 @@ int main(int argc, char** argv) {
                                                    micro_batch);
   const auto slow = parse_numbers(slowdowns);
   std::printf("model %s, %lld requests of %lld samples; nodes are local processes with "
-              "emulated slowdowns %s (one LibTorch thread each), links loopback (the "
-              "planner assumes 1 Gbit/s)\n",
+              "emulated slowdowns %s (one LibTorch thread each), links loopback; "
+              "'links' says what the planner priced transfers with\n",
               model.c_str(), static_cast<long long>(requests),
               static_cast<long long>(micro_batch), slowdowns.c_str());
-  std::printf("%-6s %-28s %12s %12s %9s %10s %10s\n", "nodes", "stages (node: layers)",
-              "predicted", "measured", "meas/pred", "speedup", "pred. spd");
+  std::printf("%-6s %-22s %-28s %12s %12s %9s %10s %10s\n", "nodes", "links",
+              "stages (node: layers)", "predicted", "measured", "meas/pred", "speedup",
+              "pred. spd");
   double one_measured = 0, one_predicted = 0;
-  for (double count : parse_numbers(counts)) {
-    const int n = static_cast<int>(count);
-    if (n < 1 || static_cast<size_t>(n) > slow.size()) {
-      std::fprintf(stderr, "serve_bench: %d nodes but %zu slowdowns\n", n, slow.size());
-      return 2;
+  for (double count : parse_numbers(counts))
+    for (bool measure : {true, false}) {
+      const int n = static_cast<int>(count);
+      if (n == 1 && !measure)
+        continue; // one node: no links
+      if (n < 1 || static_cast<size_t>(n) > slow.size()) {
+        std::fprintf(stderr, "serve_bench: %d nodes but %zu slowdowns\n", n, slow.size());
+        return 2;
+      }
+      actors::local_cluster::options o;
+      o.exe = ASTEROID_CLI_PATH;
+      o.nodes = n;
+      o.base_port = static_cast<uint16_t>(base_port);
+      o.slowdowns.assign(slow.begin(), slow.begin() + n);
+      actors::local_cluster cluster{o};
+      actors::serve_spec spec;
+      spec.model = model;
+      spec.nodes = cluster.endpoints();
+      spec.micro_batch = micro_batch;
+      spec.requests = requests;
+      spec.dataset = "synthetic";
+      spec.planner = "edgepipe";
+      spec.profile = profile;
+      spec.measure_links = measure;
+      auto r = actors::run_serve(spec);
+      // The slowest link the planner was given.
+      std::string links = "1 Gbit/s assumed";
+      if (r.stats["links"].is_object()) {
+        double slowest = r.stats["links"].value("link_mbps", 0.0);
+        if (r.stats["links"].contains("bandwidth_mbps")) {
+          slowest = 0;
+          const auto& m = r.stats["links"]["bandwidth_mbps"];
+          for (size_t i = 0; i < m.size(); ++i)
+            for (size_t j = 0; j < m[i].size(); ++j)
+              if (i != j && (slowest == 0 || m[i][j].get<double>() < slowest))
+                slowest = m[i][j].get<double>();
+        }
+        links = "measured >= " + std::to_string(static_cast<int64_t>(slowest / 8)) + " MB/s";
+      } else if (n == 1) {
+        links = "none";
+      }
+      std::string stages;
+      for (const auto& st : r.plan.stages)
+        stages += (stages.empty() ? "" : " ") + std::to_string(st.device) + ":"
+                  + std::to_string(st.first_layer) + "-" + std::to_string(st.end_layer);
+      if (n == 1 && measure) {
+        one_measured = r.samples_per_s;
+        one_predicted = r.plan.samples_per_s;
+      }
+      std::printf("%-6d %-22s %-28s %12.1f %12.1f %9.2f %10.2f %10.2f\n", n, links.c_str(),
+                  stages.c_str(),
+                  r.plan.samples_per_s, r.samples_per_s,
+                  r.plan.samples_per_s > 0 ? r.samples_per_s / r.plan.samples_per_s : 0.0,
+                  one_measured > 0 ? r.samples_per_s / one_measured : 0.0,
+                  one_predicted > 0 ? r.plan.samples_per_s / one_predicted : 0.0);
+      std::fflush(stdout);
     }
-    actors::local_cluster::options o;
-    o.exe = ASTEROID_CLI_PATH;
-    o.nodes = n;
-    o.base_port = static_cast<uint16_t>(base_port);
-    o.slowdowns.assign(slow.begin(), slow.begin() + n);
-    actors::local_cluster cluster{o};
-    actors::serve_spec spec;
-    spec.model = model;
-    spec.nodes = cluster.endpoints();
-    spec.micro_batch = micro_batch;
-    spec.requests = requests;
-    spec.dataset = "synthetic";
-    spec.planner = "edgepipe";
-    spec.profile = profile;
-    auto r = actors::run_serve(spec);
-    std::string stages;
-    for (const auto& st : r.plan.stages)
-      stages += (stages.empty() ? "" : " ") + std::to_string(st.device) + ":"
-                + std::to_string(st.first_layer) + "-" + std::to_string(st.end_layer);
-    if (n == 1) {
-      one_measured = r.samples_per_s;
-      one_predicted = r.plan.samples_per_s;
-    }
-    std::printf("%-6d %-28s %12.1f %12.1f %9.2f %10.2f %10.2f\n", n, stages.c_str(),
-                r.plan.samples_per_s, r.samples_per_s,
-                r.plan.samples_per_s > 0 ? r.samples_per_s / r.plan.samples_per_s : 0.0,
-                one_measured > 0 ? r.samples_per_s / one_measured : 0.0,
-                one_predicted > 0 ? r.plan.samples_per_s / one_predicted : 0.0);
-    std::fflush(stdout);
-  }
   return 0;
 }
