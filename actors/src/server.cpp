@@ -119,13 +119,17 @@ void ping_nodes(server_self self, server_clock::time_point now) {
   auto& hb = *st.heartbeats;
   const auto round = hb.pinged(now);
   for (int d : st.claimed) {
-    if (hb.dead(d))
-      continue;
+    if (hb.dead(d) && !st.silent.count(d))
+      continue; // its connection closed: it cannot answer
     self->request(st.devices[d], hb.tolerance(), heartbeat_atom::value, round)
       .then(
         [=](heartbeat_atom, int64_t seq) {
-          if (auto& monitor = self->state.heartbeats)
-            monitor->answered(d, seq, server_clock::now());
+          auto& st = self->state;
+          if (!st.heartbeats || ended(st))
+            return;
+          if (st.silent.count(d))
+            return node_returned(self, d);
+          st.heartbeats->answered(d, seq, server_clock::now());
         },
         [](caf::error&) {});
   }
@@ -184,6 +188,7 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
         lost = static_cast<int>(d);
         why = "node " + who(st, lost) + " was lost (" + self->system().render(dm.reason)
               + ")";
+        st.silent.erase(lost); // gone for good, not only silent
       }
     for (size_t s = 0; s < st.stages.size() && lost < 0; ++s)
       if (dm.source == st.stages[s].address()) {
@@ -336,6 +341,8 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
         if (hb.due(now))
           ping_nodes(self, now);
         for (int d : hb.newly_dead(now)) {
+          if (!st.dead.count(d))
+            st.silent.insert(d);
           node_lost(self, d, "node " + who(st, d) + " answered no heartbeat for "
                                + std::to_string(hb.tolerance().count()) + " ms");
           if (ended(st))

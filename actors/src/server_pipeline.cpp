@@ -187,7 +187,7 @@ void wire(server_self self) {
           st.recoveries.back()["requests_sent_again"] = st.in_flight.size();
           st.recoveries.back()["stages"] = S;
           st.recovering_since.reset();
-          spdlog::warn("server: recovered in {:.3f} s on {} stages; sending {} requests "
+          spdlog::warn("server: new pipeline in {:.3f} s on {} stages; sending {} requests "
                        "again",
                        seconds, S, st.in_flight.size());
           for (auto& [id, r] : st.in_flight)
@@ -267,6 +267,28 @@ void deploy(server_self self) {
   }
 }
 
+/// Plans the model again on the nodes not lost, builds the new stages and
+/// (wire) sends every request in flight through them; `record`, with `why`,
+/// goes to the stats' recoveries.
+void replan(server_self self, json record, const std::string& why) {
+  auto& st = self->state;
+  ++st.generation;
+  if (!st.recovering_since)
+    st.recovering_since = server_clock::now();
+  st.phase = server_phase::recovering; // bounded by the tick
+  record["why"] = why;
+  record["generation"] = st.generation;
+  record["in_flight"] = st.in_flight.size();
+  st.recoveries.push_back(std::move(record));
+  stop_stages(self);
+  try {
+    st.plan = make_plan(st);
+  } catch (const std::exception& e) {
+    return fail(self, why + "; no pipeline on the nodes left: " + e.what());
+  }
+  deploy(self);
+}
+
 /// Device `d` was lost while serving: re-plan on the survivors, build and
 /// wire the new stages, then send the requests in flight again (wire).
 void recover(server_self self, int d, const std::string& why) {
@@ -284,22 +306,9 @@ void recover(server_self self, int d, const std::string& why) {
     spdlog::warn("server: {}; it ran no stage, the pipeline goes on", why);
     return;
   }
-  ++st.generation;
-  if (!st.recovering_since)
-    st.recovering_since = server_clock::now();
-  st.phase = server_phase::recovering; // bounded by the tick
-  st.recoveries.push_back({{"lost", who(st, d)}, {"why", why},
-                           {"generation", st.generation},
-                           {"in_flight", st.in_flight.size()}});
   spdlog::warn("server: {}; re-planning on the {} nodes left", why,
                st.devices.size() - st.dead.size());
-  stop_stages(self);
-  try {
-    st.plan = make_plan(st);
-  } catch (const std::exception& e) {
-    return fail(self, why + "; no pipeline on the nodes left: " + e.what());
-  }
-  deploy(self);
+  replan(self, {{"lost", who(st, d)}}, why);
 }
 
 } // namespace
@@ -415,6 +424,19 @@ void read_capabilities(server_self self) {
 }
 
 } // namespace
+
+void node_returned(server_self self, int d) {
+  auto& st = self->state;
+  if (st.phase != server_phase::serving || !st.silent.count(d))
+    return;
+  st.silent.erase(d);
+  st.dead.erase(d);
+  st.heartbeats->revive(d, server_clock::now());
+  const auto why = "node " + who(st, d) + " answers its heartbeats again";
+  spdlog::warn("server: {}; planning again over {} nodes", why,
+               st.devices.size() - st.dead.size());
+  replan(self, {{"rejoined", who(st, d)}}, why);
+}
 
 void start(server_self self) {
   auto& st = self->state;

@@ -49,6 +49,9 @@ struct server_state {
   std::vector<int> claimed;
   /// Devices lost while serving: the plans after a loss leave them out.
   std::set<int> dead;
+  /// Those of them lost for their silence (heartbeats), not a closed
+  /// connection: still pinged, and taken back when one answers.
+  std::set<int> silent;
   /// Bumped by every recovery: stages stamp their outputs with it, and an
   /// output of an older pipeline (a request it computed before the loss,
   /// answered again by the new one) is dropped.
@@ -100,6 +103,10 @@ milliseconds tick_period(const server_state& st);
 void start(server_self self);
 /// Node `d` is gone (`why`): plan around it, or fail.
 void node_lost(server_self self, int d, const std::string& why);
+/// Node `d`, lost for its silence, answered again: while serving, it is
+/// taken back and the model planned again over every node not lost (else
+/// nothing yet: its next answer tries again).
+void node_returned(server_self self, int d);
 void stop_stages(server_self self);
 void release_nodes(server_self self);
 

@@ -16,7 +16,10 @@
 /// left (EdgePipe's planner, also when the caller gave the stages), builds
 /// the new stages from its own copy of the weights, and sends every request
 /// that was in flight again; outputs of the replaced pipeline are dropped by
-/// their generation, so each request is answered once. A request the
+/// their generation, so each request is answered once. A node lost for its
+/// silence that answers a heartbeat again (a stopped process continued, a
+/// link healed) is taken back: the server plans again over every node not
+/// lost, the same way. A request the
 /// pipeline does not answer within `request_timeout_ms` for any other
 /// reason fails every request not yet answered, naming it, and the server
 /// stops serving (as it does after a loss with `recover` off, or when no
