@@ -1,11 +1,12 @@
-// Mutated inputs (issue 21, item 6): job files, cluster files and
-// data-plane frames. Each mutated input is either accepted or refused with
+// Mutated inputs (issue 21, item 6): job files, cluster files, serve files
+// and data-plane frames. Each mutated input is either accepted or refused with
 // an error that names its file (or is a wire_error, for frames); no other
 // exception, no crash, no hang. Checkpoints are fuzzed with re-sealed
 // checksums in tests/serialization/checkpoint_test.cpp.
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/serve.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/serialization/wire_error.hpp"
 
@@ -116,7 +117,29 @@ json valid_job() {
   })");
 }
 
+json valid_serve() {
+  return json::parse(R"({
+    "model": "bert_tiny", "model_options": {"seq_len": 16, "num_classes": 4},
+    "checkpoint": "", "seed": 2, "nodes": ["127.0.0.1:27000", "127.0.0.1:27001"],
+    "credentials": "", "planner": "straight", "profile": "", "measure_links": false,
+    "plan": {"stages": [{"first_layer": 0, "end_layer": 2, "device": 0},
+                        {"first_layer": 2, "end_layer": 5, "device": 1}]},
+    "micro_batch": 4, "max_in_flight": 3, "activation_codec": "int8-channel",
+    "data_plane": true, "dataset": "synthetic", "data_dir": "", "requests": 20,
+    "metrics": "", "trace": "", "outputs": "", "connect_timeout_ms": 3000,
+    "request_timeout_ms": 60000, "recover": true, "heartbeat_ms": 200,
+    "heartbeat_misses": 5
+  })");
+}
+
 } // namespace
+
+TEST_CASE("mutated serve files are accepted or refused naming the file") {
+  auto seed_doc = valid_serve();
+  REQUIRE_NOTHROW(actors::parse_serve(seed_doc, "serve file fuzz.json"));
+  fuzz_json(seed_doc, "serve file fuzz.json: ", 3000, 23,
+            [](const json& j) { actors::parse_serve(j, "serve file fuzz.json"); });
+}
 
 TEST_CASE("mutated job files are accepted or refused naming the file") {
   auto seed_doc = valid_job();
