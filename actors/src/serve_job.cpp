@@ -276,6 +276,21 @@ planner::inference_plan plan_from_json(const json& j) {
 
 } // namespace
 
+std::string describe_links(const json& links) {
+  if (!links.is_object())
+    return links.is_string() ? links.get<std::string>() : std::string("unknown");
+  double slowest = links.value("link_mbps", 0.0);
+  if (links.contains("bandwidth_mbps")) {
+    slowest = 0;
+    const auto& m = links["bandwidth_mbps"];
+    for (size_t i = 0; i < m.size(); ++i)
+      for (size_t j = 0; j < m[i].size(); ++j)
+        if (i != j && m[i][j].is_number() && (slowest == 0 || m[i][j].get<double>() < slowest))
+          slowest = m[i][j].get<double>();
+  }
+  return "measured, slowest " + std::to_string(static_cast<int64_t>(slowest / 8)) + " MB/s";
+}
+
 serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
                        const std::vector<device_actor>& devices,
                        models::sequential_model model,

@@ -12,7 +12,9 @@
 namespace asteroid::apps {
 
 void print_serve_result(const actors::serve_result& r) {
-  std::printf("pipeline (%s): %d stages\n", r.plan.planner.c_str(), r.plan.num_stages());
+  std::printf("pipeline (%s): %d stages, predicted %.1f samples/s; links: %s\n",
+              r.plan.planner.c_str(), r.plan.num_stages(), r.plan.samples_per_s,
+              actors::describe_links(r.stats.value("links", nlohmann::json())).c_str());
   for (const auto& s : r.stats.value("stages", nlohmann::json::array()))
     std::printf("  %-24s layers [%d, %d)  %lld requests  busy %.2f s  queue mean %.2f, "
                 "max %lld\n",
@@ -26,6 +28,9 @@ void print_serve_result(const actors::serve_result& r) {
               "p99 %.1f ms\n",
               static_cast<long long>(r.requests), static_cast<long long>(r.samples),
               r.seconds, r.samples_per_s, r.latency_p50_ms, r.latency_p99_ms);
+  for (const auto& x : r.stats.value("recoveries", nlohmann::json::array()))
+    std::printf("re-planned: %s (%s)\n", x.value("why", std::string{}).c_str(),
+                x.value("pipeline_kept", false) ? "pipeline kept" : "new pipeline");
   if (r.accuracy >= 0)
     std::printf("top-1 accuracy against the dataset's labels: %.2f %%\n", 100 * r.accuracy);
   std::fflush(stdout);

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
               "'links' says what the planner priced transfers with\n",
               model.c_str(), static_cast<long long>(requests),
               static_cast<long long>(micro_batch), slowdowns.c_str());
-  std::printf("%-6s %-22s %-28s %12s %12s %9s %10s %10s\n", "nodes", "links",
+  std::printf("%-6s %-30s %-28s %12s %12s %9s %10s %10s\n", "nodes", "links",
               "stages (node: layers)", "predicted", "measured", "meas/pred", "speedup",
               "pred. spd");
   double one_measured = 0, one_predicted = 0;
@@ -89,22 +89,7 @@ int main(int argc, char** argv) {
       spec.profile = profile;
       spec.measure_links = measure;
       auto r = actors::run_serve(spec);
-      // The slowest link the planner was given.
-      std::string links = "1 Gbit/s assumed";
-      if (r.stats["links"].is_object()) {
-        double slowest = r.stats["links"].value("link_mbps", 0.0);
-        if (r.stats["links"].contains("bandwidth_mbps")) {
-          slowest = 0;
-          const auto& m = r.stats["links"]["bandwidth_mbps"];
-          for (size_t i = 0; i < m.size(); ++i)
-            for (size_t j = 0; j < m[i].size(); ++j)
-              if (i != j && (slowest == 0 || m[i][j].get<double>() < slowest))
-                slowest = m[i][j].get<double>();
-        }
-        links = "measured >= " + std::to_string(static_cast<int64_t>(slowest / 8)) + " MB/s";
-      } else if (n == 1) {
-        links = "none";
-      }
+      const std::string links = n == 1 ? "none" : actors::describe_links(r.stats["links"]);
       std::string stages;
       for (const auto& st : r.plan.stages)
         stages += (stages.empty() ? "" : " ") + std::to_string(st.device) + ":"
@@ -113,7 +98,7 @@ int main(int argc, char** argv) {
         one_measured = r.samples_per_s;
         one_predicted = r.plan.samples_per_s;
       }
-      std::printf("%-6d %-22s %-28s %12.1f %12.1f %9.2f %10.2f %10.2f\n", n, links.c_str(),
+      std::printf("%-6d %-30s %-28s %12.1f %12.1f %9.2f %10.2f %10.2f\n", n, links.c_str(),
                   stages.c_str(),
                   r.plan.samples_per_s, r.samples_per_s,
                   r.plan.samples_per_s > 0 ? r.samples_per_s / r.plan.samples_per_s : 0.0,

@@ -111,6 +111,11 @@ struct serve_result {
   nlohmann::json stats;
 };
 
+/// What the planner priced transfers with, in words, from the server's
+/// stats' "links": "every link assumed 1 Gbit/s", or "measured, slowest N
+/// MB/s" (the slowest directed link between two of the nodes).
+std::string describe_links(const nlohmann::json& links);
+
 /// The requests to send: how many, and request i's input (1 to
 /// `micro_batch` rows of the model's input), made only when it is sent, so
 /// that a long stream does not sit in memory first.
