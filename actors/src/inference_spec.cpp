@@ -19,6 +19,7 @@ json to_json(const inference_spec& s) {
               {"micro_batch", s.micro_batch},
               {"queue_limit", s.queue_limit},
               {"activation_codec", s.activation_codec},
+              {"input_codec", s.input_codec},
               {"slowdown", s.slowdown},
               {"job", s.job},
               {"generation", s.generation},
@@ -37,7 +38,8 @@ inference_spec read_inference_spec(const json& j) {
   planner::check_keys(j, f,
                       {"model", "model_options", "stage", "num_stages",
                        "first_layer", "end_layer", "micro_batch", "queue_limit",
-                       "activation_codec", "slowdown", "job", "generation", "label",
+                       "activation_codec", "input_codec", "slowdown", "job", "generation",
+                       "label",
                        "memory_budget"});
   inference_spec s;
   read_required(j, f, "model", s.model);
@@ -54,6 +56,7 @@ inference_spec read_inference_spec(const json& j) {
   read_required(j, f, "job", s.job);
   read_optional(j, f, "generation", s.generation);
   read_optional(j, f, "activation_codec", s.activation_codec);
+  read_optional(j, f, "input_codec", s.input_codec);
   read_optional(j, f, "slowdown", s.slowdown);
   read_optional(j, f, "label", s.label);
   read_optional(j, f, "memory_budget", s.memory_budget);
@@ -77,6 +80,7 @@ void check_inference_spec(const inference_spec& s) {
   if (s.job <= 0)
     throw std::invalid_argument("job must be > 0");
   kernels::parse_wire_codec(s.activation_codec); // names the codec it rejects
+  kernels::parse_wire_codec(s.input_codec);
 }
 
 } // namespace

@@ -31,6 +31,7 @@ struct inference_engine {
   inference_spec spec;
   models::sequential_model model{nullptr};
   kernels::wire_codec codec = kernels::wire_codec::none;
+  kernels::wire_codec input_codec = kernels::wire_codec::none;
   std::shared_ptr<data_plane> dp;
   caf::node_id server_node;
   /// One request's input, per sample: its shape and dtype.
@@ -122,14 +123,14 @@ void compute_next(inference_stage_self self) {
     try {
       torch::Tensor x = m.kind == serialization::tensor_kind::input
                           ? serialization::decode_tensor(m.payload)
-                          : decode_wire_payload(m.payload, e.codec);
+                          : decode_wire_payload(m.payload, e.input_codec);
       why = check_input(e, x);
       if (!why.empty())
         return;
       torch::NoGradGuard no_grad;
       auto y = e.model->forward_range(x, e.spec.first_layer, e.spec.end_layer);
       // The server gets the output as computed; the next stage under the
-      // job's codec.
+      // codec of the link to it.
       out.payload = st.out_is_server ? serialization::encode_tensor(y)
                                      : encode_wire_payload(y, e.codec);
     } catch (const std::exception& ex) {
@@ -237,6 +238,8 @@ inference_stage_fun(inference_stage_self self, std::shared_ptr<inference_engine>
                          / static_cast<double>(std::max<int64_t>(st.computes, 1))},
         {"queue_max", st.queue_max},
         {"sends_by", st.out ? st.out->transport() : "none"},
+        {"input_codec", e->spec.input_codec},
+        {"output_codec", st.out_is_server ? std::string("none") : e->spec.activation_codec},
         {"events", st.events}}
         .dump();
     },
@@ -283,6 +286,7 @@ inference_stage_actor spawn_inference_stage(caf::actor_system& sys,
   e->dp = dp;
   e->server_node = std::move(server_node);
   e->codec = kernels::parse_wire_codec(spec.activation_codec);
+  e->input_codec = kernels::parse_wire_codec(spec.input_codec);
   // Only the stage's layers are constructed.
   e->model = training::build_model(spec.model, spec.model_options,
                                    {spec.first_layer, spec.end_layer});

@@ -42,7 +42,8 @@ serve_spec parse_serve(const json& j, const std::string& where) {
                         {"model", "model_options", "checkpoint", "seed", "nodes",
                          "credentials", "planner", "profile", "measure_links", "plan",
                          "micro_batch",
-                         "max_in_flight", "activation_codec", "data_plane", "dataset",
+                         "max_in_flight", "activation_codec", "compress_below_mbps",
+                         "data_plane", "dataset",
                          "data_dir", "requests", "metrics", "trace", "outputs",
                          "connect_timeout_ms", "request_timeout_ms", "recover",
                          "heartbeat_ms", "heartbeat_misses"});
@@ -97,6 +98,9 @@ serve_spec parse_serve(const json& j, const std::string& where) {
     } catch (const std::exception& e) {
       f["activation_codec"].fail(e.what());
     }
+    read_optional(j, f, "compress_below_mbps", s.compress_below_mbps);
+    if (!(s.compress_below_mbps >= 0))
+      f["compress_below_mbps"].fail("must be >= 0 (0: every link compressed)");
     read_optional(j, f, "data_plane", s.data_plane);
     read_optional(j, f, "dataset", s.dataset);
     static const std::set<std::string> datasets{"fashion-mnist", "cifar10", "synthetic"};
@@ -310,6 +314,7 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   so.micro_batch = spec.micro_batch;
   so.max_in_flight = spec.max_in_flight;
   so.activation_codec = spec.activation_codec;
+  so.compress_below_mbps = spec.compress_below_mbps;
   so.data_plane = spec.data_plane;
   so.connect_timeout_ms = spec.connect_timeout_ms;
   so.request_timeout_ms = spec.request_timeout_ms;
@@ -317,7 +322,11 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   so.heartbeat_ms = spec.heartbeat_ms;
   so.heartbeat_misses = spec.heartbeat_misses;
   so.profile = spec.profile;
-  if (spec.measure_links && !spec.plan && spec.planner != "on-device" && devices.size() > 1
+  // The links matter to the planner, and to which of them compress.
+  const bool links_matter
+    = (!spec.plan && spec.planner != "on-device")
+      || (spec.compress_below_mbps > 0 && spec.activation_codec != "none");
+  if (spec.measure_links && links_matter && devices.size() > 1
       && spec.nodes.size() == devices.size()) {
     // Before the server claims the nodes: a probe is answered by a free node.
     link_probe_options lp;

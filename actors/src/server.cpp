@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 namespace asteroid::actors {
@@ -424,6 +425,8 @@ server_actor spawn_server(caf::actor_system& sys, server_options options,
   if (!model)
     throw std::invalid_argument("server: no model");
   kernels::parse_wire_codec(options.activation_codec);
+  if (!(options.compress_below_mbps >= 0) || !std::isfinite(options.compress_below_mbps))
+    throw std::invalid_argument("server: compress_below_mbps must be a number >= 0");
   if (options.links && options.links->size() != static_cast<int>(devices.size()))
     throw std::invalid_argument("server: links measured for "
                                 + std::to_string(options.links->size()) + " nodes, but "

@@ -40,6 +40,22 @@ void for_each_device(server_self self,
     });
 }
 
+/// The bandwidth of the link from device `from` to device `to`: as measured,
+/// else 1 Gbit/s.
+double link_Bps(const server_state& st, int from, int to) {
+  return st.opts.links ? st.opts.links->bandwidth(from, to) : 1e9 / 8;
+}
+
+/// The codec of the link from device `from` to device `to`: the server's
+/// activation codec, unless the link is at least as fast as
+/// `compress_below_mbps`.
+std::string link_codec(const server_state& st, int from, int to) {
+  const auto below = st.opts.compress_below_mbps;
+  if (below > 0 && link_Bps(st, from, to) * 8 / 1e6 >= below)
+    return "none";
+  return st.opts.activation_codec;
+}
+
 /// The cluster of the devices not lost, and which device each of its
 /// devices is.
 std::pair<planner::cluster, std::vector<int>> cluster_of(const server_state& st) {
@@ -55,14 +71,19 @@ std::pair<planner::cluster, std::vector<int>> cluster_of(const server_state& st)
                      d < st.opts.nodes.size() ? st.opts.nodes[d] : ""});
   }
   auto c = planner::cluster::uniform("serve", specs, 1e9);
-  if (const auto& links = st.opts.links)
-    for (size_t i = 0; i < alive.size(); ++i)
-      for (size_t j = 0; j < alive.size(); ++j) {
-        c.bandwidth_Bps[i][j] = links->bandwidth(alive[i], alive[j]);
-        c.latency_s[i][j] = links->latency(alive[i], alive[j]);
-      }
-  c.activation_wire_ratio
-    = kernels::wire_ratio(kernels::parse_wire_codec(st.opts.activation_codec));
+  // Each link priced with the bytes its own codec puts on the wire: a link
+  // that carries r bytes per byte computed moves them as fast as an
+  // uncompressed link 1/r times as fast would.
+  for (size_t i = 0; i < alive.size(); ++i)
+    for (size_t j = 0; j < alive.size(); ++j) {
+      if (i == j)
+        continue;
+      const double ratio
+        = kernels::wire_ratio(kernels::parse_wire_codec(link_codec(st, alive[i], alive[j])));
+      c.bandwidth_Bps[i][j] = link_Bps(st, alive[i], alive[j]) / ratio;
+      if (st.opts.links)
+        c.latency_s[i][j] = st.opts.links->latency(alive[i], alive[j]);
+    }
   return {c, alive};
 }
 
@@ -230,7 +251,10 @@ void deploy(server_self self) {
     spec.end_layer = stage.end_layer;
     spec.micro_batch = st.opts.micro_batch;
     spec.queue_limit = st.window;
-    spec.activation_codec = st.opts.activation_codec;
+    if (s + 1 < S)
+      spec.activation_codec = link_codec(st, stage.device, st.plan.stages[s + 1].device);
+    if (s > 0)
+      spec.input_codec = link_codec(st, st.plan.stages[s - 1].device, stage.device);
     spec.job = st.job;
     spec.generation = generation;
     spec.label = "s" + std::to_string(s) + "@" + who(st, stage.device);

@@ -125,6 +125,7 @@ json valid_serve() {
     "plan": {"stages": [{"first_layer": 0, "end_layer": 2, "device": 0},
                         {"first_layer": 2, "end_layer": 5, "device": 1}]},
     "micro_batch": 4, "max_in_flight": 3, "activation_codec": "int8-channel",
+    "compress_below_mbps": 300,
     "data_plane": true, "dataset": "synthetic", "data_dir": "", "requests": 20,
     "metrics": "", "trace": "", "outputs": "", "connect_timeout_ms": 3000,
     "request_timeout_ms": 60000, "recover": true, "heartbeat_ms": 200,

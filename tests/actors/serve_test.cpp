@@ -143,6 +143,50 @@ TEST_CASE("serve: fp16 activations on every link keep the top-1 class of at leas
   CHECK(diff > 0); // the codec was used
 }
 
+TEST_CASE("serve: with compress_below_mbps only the slow link carries the codec, and "
+          "each stage decodes what its own link carried",
+          "[serve]") {
+  in_process env{3};
+  auto model = fresh_model("cnn", 13);
+  auto inputs = random_requests(model, 10, 4);
+  auto want = single_device(model, inputs);
+  actors::server_options so;
+  so.model = "cnn";
+  so.micro_batch = 4;
+  so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
+  so.activation_codec = "fp16";
+  so.compress_below_mbps = 200;
+  // Links as if measured: 0 -> 1 at 50 Mbit/s, every other one at 10 Gbit/s.
+  std::vector<planner::device_spec> specs;
+  for (int d = 0; d < 3; ++d)
+    specs.push_back({"dev" + std::to_string(d), "local", 1.0, int64_t{4} << 30, ""});
+  auto links = planner::cluster::uniform("links", specs, 10e9);
+  links.bandwidth_Bps[0][1] = 50e6 / 8;
+  so.links = links;
+  auto server = actors::spawn_server(*env.sys, so, env.devices, model);
+  stop_at_exit guard{server};
+  caf::scoped_actor self{*env.sys};
+  REQUIRE(start(self, server).empty());
+  std::vector<torch::Tensor> outs;
+  for (const auto& x : inputs) {
+    auto a = ask(self, server, x);
+    REQUIRE(a.first.empty());
+    outs.push_back(serialization::decode_tensor(a.second));
+  }
+  const auto diff = (torch::cat(outs) - want).abs().max().item<double>();
+  CHECK(diff > 0);    // the slow link rounded to fp16
+  CHECK(diff < 1e-2); // and nothing was decoded with the wrong codec
+  json stats;
+  self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
+    .receive([&](std::string& text) { stats = json::parse(text); }, [&](caf::error&) {});
+  INFO(stats.dump());
+  REQUIRE(stats["stages"].size() == 3);
+  CHECK(stats["stages"][0]["output_codec"] == "fp16");
+  CHECK(stats["stages"][1]["input_codec"] == "fp16");
+  CHECK(stats["stages"][1]["output_codec"] == "none");
+  CHECK(stats["stages"][2]["input_codec"] == "none");
+}
+
 TEST_CASE("serve: bert_small over 4 node processes (TLS, data plane) equals "
           "single-device inference, and fp16 activations keep the top-1 class",
           "[serve]") {
@@ -613,6 +657,7 @@ TEST_CASE("serve file: unknown keys, planners, codecs and sizes are named", "[se
   CHECK_THAT(bad({{"plan", {{"stages", {{{"first_layer", 0}}}}}}}),
              Catch::Contains("end_layer"));
   CHECK_THAT(bad({{"heartbeat_ms", 0}}), Catch::Contains("heartbeat_ms: must be >= 1"));
+  CHECK_THAT(bad({{"compress_below_mbps", -1}}), Catch::Contains("compress_below_mbps"));
   CHECK_THAT(bad({{"heartbeat_misses", "3"}}), Catch::Contains("heartbeat_misses"));
   auto ok = actors::parse_serve({{"nodes", {"127.0.0.1:1"}}, {"requests", 3},
                                  {"heartbeat_ms", 100}, {"heartbeat_misses", 3}},
@@ -643,4 +688,5 @@ TEST_CASE("inference spec: a peer's spec that cannot work is refused by name", "
   CHECK_THAT(bad("stage", 3), Catch::Contains("stage 3 out of range"));
   CHECK_THAT(bad("job", 0), Catch::Contains("job must be > 0"));
   CHECK_THAT(bad("activation_codec", "zip"), Catch::Contains("zip"));
+  CHECK_THAT(bad("input_codec", "gzip"), Catch::Contains("gzip"));
 }

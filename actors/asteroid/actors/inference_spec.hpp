@@ -28,6 +28,10 @@ struct inference_spec {
   /// (kernels::wire_codec names; "none" is bit-exact). The last stage's
   /// output goes back to the server uncompressed.
   std::string activation_codec = "none";
+  /// How the previous stage's output arrives: its `activation_codec` (each
+  /// link may carry its own). The first stage's input comes from the server
+  /// as the request's tensor.
+  std::string input_codec = "none";
   /// Emulated slowdown: compute is padded to this factor × measured time.
   double slowdown = 1.0;
   /// The job (the node's claim) it serves: tensors of any other are dropped.

@@ -16,6 +16,7 @@
 ///      "measure_links": true,
 ///      "plan": {"stages": [{"first_layer": 0, "end_layer": 2, "device": 0}, ...]},
 ///      "micro_batch": 8, "max_in_flight": 0, "activation_codec": "none",
+///      "compress_below_mbps": 0,
 ///      "data_plane": true, "dataset": "fashion-mnist", "data_dir": "",
 ///      "requests": 100, "metrics": "serve.jsonl", "trace": "serve.json",
 ///      "outputs": "outputs.jsonl", "connect_timeout_ms": 3000,
@@ -54,16 +55,20 @@ struct serve_spec {
   /// it starts its actor system when neither this, a file nor stages are
   /// given).
   std::optional<planner::model_profile> profile;
-  /// When the planner places the stages over more than one node: measure
-  /// every link between the nodes first (remote_probe.hpp), on the path the
-  /// stages' tensors take, and plan with them; false: every link counts as
-  /// 1 Gbit/s.
+  /// When the planner places the stages over more than one node (or
+  /// `compress_below_mbps` picks which links compress): measure every link
+  /// between the nodes first (remote_probe.hpp), on the path the stages'
+  /// tensors take, and plan with them; false: every link counts as 1 Gbit/s.
   bool measure_links = true;
   /// Stages given by the caller (first_layer, end_layer, device each).
   std::optional<planner::inference_plan> plan;
   int64_t micro_batch = 8;
   int max_in_flight = 0;
   std::string activation_codec = "none";
+  /// > 0: only links measured slower than this many Mbit/s carry
+  /// `activation_codec` (server_options); links are then measured even when
+  /// the stages are given.
+  double compress_below_mbps = 0;
   bool data_plane = true;
   /// Where the requests' inputs come from: "fashion-mnist" or "cifar10"
   /// (test split, with labels: the result has their accuracy), or

@@ -73,6 +73,10 @@ struct server_options {
   int max_in_flight = 0;
   /// How outputs cross links between stages (kernels::wire_codec names).
   std::string activation_codec = "none";
+  /// > 0: only links slower than this many Mbit/s (as measured in `links`,
+  /// else 1,000) carry `activation_codec`; faster ones carry outputs as
+  /// computed. 0: every link carries it.
+  double compress_below_mbps = 0;
   /// Stages send to each other on the nodes' data planes (else in CAF
   /// messages).
   bool data_plane = true;
