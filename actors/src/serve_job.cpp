@@ -356,7 +356,14 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
       stop_sent = true;
     }
   }
+  // Until the server has ended: an actor system shut down while its
+  // detached server still ends would wait for that server for ever.
+  waiter->monitor(server);
   caf::anon_send(server, stop_atom::value);
+  waiter->receive([](caf::down_msg&) {},
+                  caf::after(std::chrono::seconds(10)) >> [] {
+                    spdlog::warn("serve: the server did not end within 10 s of its stop");
+                  });
   if (!done)
     throw std::runtime_error("serve: no end within "
                              + std::to_string(timeout.count()

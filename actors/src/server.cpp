@@ -105,13 +105,48 @@ void answer_in_order(server_self self) {
 
 } // namespace
 
-/// How often the server's clock ticks: each heartbeat, and at least twice
-/// a second for the timeouts.
-milliseconds tick_period(const server_state& st) {
-  return std::min(milliseconds(500), milliseconds(st.opts.heartbeat_ms));
+namespace {
+
+/// Sends a tick to `target` every `period` while it lives. It holds the
+/// target by address (weakly), so that it never keeps a server from being
+/// destroyed.
+caf::behavior metronome(caf::event_based_actor* self, caf::actor_addr target,
+                        milliseconds period) {
+  self->delayed_send(self, period, caf::tick_atom::value);
+  return {
+    [=](caf::tick_atom) {
+      auto to = caf::actor_cast<caf::actor>(target);
+      if (!to)
+        return self->quit();
+      caf::anon_send(to, caf::tick_atom::value);
+      self->delayed_send(self, period, caf::tick_atom::value);
+    },
+  };
+}
+
+void stop_clock(server_self self) {
+  auto& st = self->state;
+  if (st.metronome)
+    self->send_exit(st.metronome, caf::exit_reason::user_shutdown);
+  st.metronome = nullptr;
+}
+
+} // namespace
+
+void start_clock(server_self self) {
+  auto& st = self->state;
+  if (st.metronome)
+    return;
+  // Each heartbeat, and at least twice a second for the timeouts.
+  const auto period = std::min(milliseconds(500), milliseconds(st.opts.heartbeat_ms));
+  st.metronome = self->home_system().spawn(metronome, self->address(), period);
 }
 
 namespace {
+
+/// Pings are answered as messages (server_actor's heartbeat entry), not as
+/// requests: a request's timeout is a timer that refers to the server.
+constexpr int64_t max_ping_devices = 4096;
 
 /// Pings every node the server holds and not yet lost; an answer restarts
 /// the node's clock, silence is what heartbeat_monitor::newly_dead counts.
@@ -122,17 +157,7 @@ void ping_nodes(server_self self, server_clock::time_point now) {
   for (int d : st.claimed) {
     if (hb.dead(d) && !st.silent.count(d))
       continue; // its connection closed: it cannot answer
-    self->request(st.devices[d], hb.tolerance(), heartbeat_atom::value, round)
-      .then(
-        [=](heartbeat_atom, int64_t seq) {
-          auto& st = self->state;
-          if (!st.heartbeats || ended(st))
-            return;
-          if (st.silent.count(d))
-            return node_returned(self, d);
-          st.heartbeats->answered(d, seq, server_clock::now());
-        },
-        [](caf::error&) {});
+    self->send(st.devices[d], heartbeat_atom::value, round * max_ping_devices + d);
   }
 }
 
@@ -326,13 +351,23 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
       }
       return rp;
     },
+    [=](heartbeat_atom, int64_t seq) {
+      auto& st = self->state;
+      if (!st.heartbeats || ended(st) || seq < 0)
+        return;
+      const auto d = static_cast<size_t>(seq % max_ping_devices);
+      if (d >= st.devices.size()
+          || self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.devices[d]))
+        return; // not that node's own answer
+      if (st.silent.count(static_cast<int>(d)))
+        return node_returned(self, static_cast<int>(d));
+      st.heartbeats->answered(static_cast<int>(d), seq / max_ping_devices,
+                              server_clock::now());
+    },
     [=](caf::tick_atom) {
       auto& st = self->state;
-      if (ended(st)) {
-        st.ticking = false;
-        return;
-      }
-      self->delayed_send(self, tick_period(st), caf::tick_atom::value);
+      if (ended(st))
+        return stop_clock(self);
       auto now = server_clock::now();
       if (st.heartbeats) {
         auto& hb = *st.heartbeats;
@@ -362,6 +397,7 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
                               + "pipeline within " + std::to_string(limit.count()) + " ms");
     },
     [=](stop_atom) {
+      stop_clock(self);
       fail(self, "the server was stopped", server_phase::stopped);
       self->quit();
     },
@@ -427,6 +463,9 @@ server_actor spawn_server(caf::actor_system& sys, server_options options,
   kernels::parse_wire_codec(options.activation_codec);
   if (!(options.compress_below_mbps >= 0) || !std::isfinite(options.compress_below_mbps))
     throw std::invalid_argument("server: compress_below_mbps must be a number >= 0");
+  if (devices.size() >= static_cast<size_t>(serving::max_ping_devices))
+    throw std::invalid_argument("server: at most "
+                                + std::to_string(serving::max_ping_devices - 1) + " nodes");
   if (options.links && options.links->size() != static_cast<int>(devices.size()))
     throw std::invalid_argument("server: links measured for "
                                 + std::to_string(options.links->size()) + " nodes, but "

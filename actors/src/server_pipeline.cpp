@@ -387,8 +387,7 @@ void plan_and_deploy(server_self self) {
   st.heartbeats.emplace(static_cast<int>(st.devices.size()),
                         milliseconds(st.opts.heartbeat_ms), st.opts.heartbeat_misses);
   st.heartbeats->reset(server_clock::now());
-  st.ticking = true;
-  self->delayed_send(self, tick_period(st), caf::tick_atom::value);
+  start_clock(self);
   try {
     st.plan = make_plan(st);
   } catch (const std::exception& e) {

@@ -58,9 +58,12 @@ struct server_state {
   int64_t generation = 1;
   std::optional<planner::model_profile> profile;
   std::optional<server_clock::time_point> recovering_since;
-  /// The server's clock (tick: heartbeats, timeouts) runs: from the claim
-  /// until the server fails or stops.
-  bool ticking = false;
+  /// The server's clock (ticks: heartbeats, timeouts), from the claim until
+  /// the server fails or stops: a scheduled actor that sends the ticks. Its
+  /// timers refer to it, not to the server: a detached actor that a pending
+  /// timer still refers to when the actor system shuts down keeps the
+  /// system's destructor waiting for ever.
+  caf::actor metronome;
   /// Watches the claimed nodes from the claim on (indices: devices).
   std::optional<heartbeat_monitor> heartbeats;
   std::vector<json> recoveries;
@@ -94,8 +97,8 @@ void fail(server_self self, const std::string& why, server_phase to = server_pha
 void send_request(server_self self, request_entry& r);
 /// Moves waiting requests into the pipeline while the window has room.
 void pump(server_self self);
-/// How often the server's clock ticks.
-milliseconds tick_period(const server_state& st);
+/// Starts the server's clock (server_state::metronome).
+void start_clock(server_self self);
 
 // server_pipeline.cpp
 /// Claims the nodes, reads their capabilities, plans, deploys and wires;

@@ -76,6 +76,34 @@ std::pair<std::string, std::string> ask(caf::scoped_actor& self,
   return out;
 }
 
+/// The server's stats (server.hpp); null when it does not answer within 10 s.
+json stats_of(caf::scoped_actor& self, const actors::server_actor& server) {
+  json out;
+  self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
+    .receive([&](std::string& text) { out = json::parse(text); }, [&](caf::error&) {});
+  return out;
+}
+
+/// Node processes started with `o` and this test's actor system connected
+/// to them (with the cluster's credentials when it runs TLS).
+struct node_processes {
+  actors::local_cluster cluster;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<actors::device_actor> devices;
+  explicit node_processes(const actors::local_cluster::options& o) : cluster{o} {
+    actors::net_options net;
+    if (o.tls)
+      net.tls = actors::credentials::from_folder(cluster.credentials_folder());
+    actors::configure(cfg, net);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    devices = actors::connect_all(*sys, cluster.endpoints(), std::chrono::seconds(5));
+  }
+  // The nodes go first: their connections close, and nothing remote holds
+  // on to this process's actors while its actor system shuts down.
+  ~node_processes() { cluster.stop(); }
+};
+
 /// Stops a server however the test ends: a live detached server would keep
 /// the actor system's destructor waiting.
 struct stop_at_exit {
@@ -176,9 +204,7 @@ TEST_CASE("serve: with compress_below_mbps only the slow link carries the codec,
   const auto diff = (torch::cat(outs) - want).abs().max().item<double>();
   CHECK(diff > 0);    // the slow link rounded to fp16
   CHECK(diff < 1e-2); // and nothing was decoded with the wrong codec
-  json stats;
-  self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
-    .receive([&](std::string& text) { stats = json::parse(text); }, [&](caf::error&) {});
+  auto stats = stats_of(self, server);
   INFO(stats.dump());
   REQUIRE(stats["stages"].size() == 3);
   CHECK(stats["stages"][0]["output_codec"] == "fp16");
@@ -192,13 +218,10 @@ TEST_CASE("serve: bert_small over 4 node processes (TLS, data plane) equals "
           "[serve]") {
   auto o = cluster_options(4, 27600);
   o.tls = true;
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::net_options net;
-  net.tls = actors::credentials::from_folder(cluster.credentials_folder());
-  actors::configure(cfg, net);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   json options{{"seq_len", 32}};
   torch::manual_seed(5);
   auto model = training::build_model("bert_small", options);
@@ -331,11 +354,10 @@ TEST_CASE("serve: without recovery, a node killed while requests stream fails ev
           "[serve]") {
   auto o = cluster_options(3, 27610);
   o.slowdowns = {1, 30, 1};
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::configure(cfg);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   actors::server_options so;
   so.model = "cnn";
   so.nodes = cluster.endpoints();
@@ -380,11 +402,10 @@ TEST_CASE("serve: without recovery, a node killed while requests stream fails ev
 /// continues a stopped node before its cluster stops.
 json stream_through_a_loss(int port, int signal, const std::string& what) {
   auto o = cluster_options(4, port);
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::configure(cfg);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   auto model = fresh_model("cnn", 6);
   auto inputs = random_requests(model, 1000, 2);
   auto want = single_device(model, inputs);
@@ -450,11 +471,10 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
           "and the outputs stay the single-device ones",
           "[serve]") {
   auto o = cluster_options(3, 27630);
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::configure(cfg);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   actors::server_options so;
   so.model = "cnn";
   so.nodes = cluster.endpoints();
@@ -479,13 +499,6 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
                 <= 1e-5;
   };
   REQUIRE(answer_is_right());
-  auto stats_now = [&] {
-    json out;
-    self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
-      .receive([&](std::string& text) { out = json::parse(text); },
-               [&](caf::error&) {});
-    return out;
-  };
   const auto victim = cluster.pids()[1];
   ::kill(victim, SIGSTOP);
   // Answered by the pipeline planned around the silent node.
@@ -496,7 +509,7 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
     ::kill(victim, SIGCONT);
     throw;
   }
-  auto stats = stats_now();
+  auto stats = stats_of(self, server);
   ::kill(victim, SIGCONT);
   INFO(stats.dump());
   CHECK(right_without);
@@ -506,12 +519,12 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
   // three nodes again (the given stages, as no node is lost any more).
   for (int i = 0; i < 200 && stats["recoveries"].size() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    stats = stats_now();
+    stats = stats_of(self, server);
   }
   REQUIRE(stats["recoveries"].size() == 2);
   CHECK(stats["recoveries"][1]["rejoined"] == "node1");
   CHECK(answer_is_right());
-  stats = stats_now();
+  stats = stats_of(self, server);
   CHECK(stats["generation"] == 3);
   REQUIRE(stats["stages"].size() == 3);
   CHECK(stats["stages"][1]["label"] == "s1@node1");
@@ -522,11 +535,10 @@ TEST_CASE("serve: the planner plans with the links as measured between the nodes
           "[serve]") {
   auto o = cluster_options(3, 27627);
   o.link_rate_mbps = 100;
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::configure(cfg);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   auto model = fresh_model("cnn", 9);
   auto inputs = random_requests(model, 6, 8);
   auto want = single_device(model, inputs);
@@ -554,11 +566,10 @@ TEST_CASE("serve: the planner plans with the links as measured between the nodes
 TEST_CASE("serve: a node that runs no stage is lost without touching the pipeline",
           "[serve]") {
   auto o = cluster_options(3, 27617);
-  actors::local_cluster cluster{o};
-  caf::actor_system_config cfg;
-  actors::configure(cfg);
-  caf::actor_system sys{cfg};
-  auto devices = actors::connect_all(sys, cluster.endpoints(), std::chrono::seconds(5));
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
   actors::server_options so;
   so.model = "cnn";
   so.nodes = cluster.endpoints();
@@ -576,9 +587,7 @@ TEST_CASE("serve: a node that runs no stage is lost without touching the pipelin
   json stats;
   for (int i = 0; i < 100; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    self->request(server, std::chrono::seconds(10), actors::stats_atom::value)
-      .receive([&](std::string& s) { stats = json::parse(s); },
-               [&](caf::error&) {});
+    stats = stats_of(self, server);
     if (!stats.value("recoveries", json::array()).empty())
       break;
   }

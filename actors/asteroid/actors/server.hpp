@@ -115,6 +115,8 @@ using server_actor = caf::typed_actor<
   caf::replies_to<stats_atom>::with<std::string>,
   /// Its own clock: heartbeats, and requests past their timeout.
   caf::reacts_to<caf::tick_atom>,
+  /// A node's answer to the server's ping (its index and the round).
+  caf::reacts_to<heartbeat_atom, int64_t>,
   /// Stops the stages, frees the nodes, fails what is not answered.
   caf::reacts_to<stop_atom>>;
 
