@@ -103,10 +103,6 @@ void answer_in_order(server_self self) {
   }
 }
 
-} // namespace
-
-namespace {
-
 /// Sends a tick to `target` every `period` while it lives. It holds the
 /// target by address (weakly), so that it never keeps a server from being
 /// destroyed.
