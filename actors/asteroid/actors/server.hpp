@@ -88,9 +88,8 @@ struct server_options {
   bool recover = true;
   /// The server pings every node it claimed each `heartbeat_ms` and counts
   /// a node lost once it has not answered for `heartbeat_misses` pings (3 s
-  /// of silence by default, where training allows 1 s: a node a server
-  /// counted lost does not come back, so a false alarm costs the pipeline
-  /// a node for good).
+  /// of silence by default, where training allows 1 s: a false alarm costs
+  /// two re-plans, out and back in when the node answers again).
   int64_t heartbeat_ms = 500;
   int heartbeat_misses = 6;
   /// Requests queued behind the window; more are refused (naming this
