@@ -1,7 +1,10 @@
 #include "asteroid/serialization/optimizer_state.hpp"
 
 #include <map>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace asteroid::serialization {
 
@@ -14,9 +17,24 @@ using torch::optim::SGD;
 using torch::optim::SGDOptions;
 using torch::optim::SGDParamState;
 
-// torch keys optimizer state by the address of the parameter's TensorImpl.
-std::string state_key(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
+// torch keys optimizer state by the address of the parameter's TensorImpl:
+// printed as text up to LibTorch 1.x, the pointer itself from 2.0 on.
+using state_map = std::decay_t<decltype(std::declval<const torch::optim::Optimizer&>().state())>;
+
+// A template, so that only the branch of this LibTorch's key is compiled.
+template <class Key>
+Key key_of(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os; // what LibTorch 1.x's c10::guts::to_string does
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+state_map::key_type state_key(const torch::Tensor& p) {
+  return key_of<state_map::key_type>(p);
 }
 
 std::string kind_of(const torch::optim::Optimizer& opt) {
@@ -34,8 +52,11 @@ std::vector<torch::Tensor> all_params(const torch::optim::Optimizer& opt) {
   return out;
 }
 
+// A copy the optimizer's in-place updates never reach, in host memory, where
+// every use of a captured state goes (the wire, a checkpoint file): a copy on
+// a GPU would hold the state there twice until it is encoded.
 torch::Tensor snapshot(const torch::Tensor& t) {
-  return t.detach().clone();
+  return t.is_cuda() ? t.detach().to(torch::kCPU) : t.detach().clone();
 }
 
 // Copy onto the parameter's device so the checkpoint struct is never aliased
@@ -181,7 +202,7 @@ void load_optimizer_state(torch::optim::Optimizer& opt, const optimizer_state& s
   }
 
   // Build everything first so a bad entry leaves the optimizer untouched.
-  ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>> fresh;
+  state_map fresh;
   for (auto& [index, fields] : per_param) {
     const auto& p = params[index];
     auto prefix = "param." + std::to_string(index) + ".";

@@ -1,6 +1,7 @@
 #include "asteroid/training/memory_tracker.hpp"
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <mutex>
@@ -9,6 +10,16 @@
 namespace asteroid::training {
 
 namespace {
+
+// LibTorch 2.3 made Allocator::allocate non-const and added copy_data (for
+// Allocator::clone); 1.13 to 2.2 have neither.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define ASTEROID_ALLOCATE_QUALIFIER
+#define ASTEROID_ALLOCATOR_COPIES 1
+#else
+#define ASTEROID_ALLOCATE_QUALIFIER const
+#define ASTEROID_ALLOCATOR_COPIES 0
+#endif
 
 // Wraps LibTorch's CPU allocator and counts live bytes.
 //
@@ -22,7 +33,7 @@ public:
     // nop
   }
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) ASTEROID_ALLOCATE_QUALIFIER override {
     auto inner = base_->allocate(n);
     void* data = inner.get();
     auto device = inner.device();
@@ -45,6 +56,12 @@ public:
   c10::DeleterFnPtr raw_deleter() const override {
     return base_deleter_ ? &release : nullptr;
   }
+
+#if ASTEROID_ALLOCATOR_COPIES
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
 
   int64_t current() const { return current_.load(); }
   int64_t peak() const { return peak_.load(); }
