@@ -9,6 +9,7 @@
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
@@ -49,6 +50,8 @@ using detail::stream_seconds;
 
 struct device_state {
   device_options opts;
+  /// What `opts.compute_device` is (its name and memory, for `ast_caps`).
+  kernels::device_info hardware;
   std::shared_ptr<data_plane> dp;
   std::vector<caf::actor> replicas;
   /// Builds the replicas deployed here (replica_builder), so that this
@@ -148,7 +151,7 @@ replica_builder_actor::behavior_type
 replica_builder(replica_builder_actor::pointer self, caf::actor home,
                 std::shared_ptr<data_plane> dp, std::string name,
                 std::shared_ptr<const std::atomic<int64_t>> halt_below,
-                int64_t memory_budget) {
+                int64_t memory_budget, std::string compute_device) {
   // The generation an inference stage is committed under.
   constexpr int inference_generation = -1;
   // What the replicas built here are predicted to hold, by replica, with
@@ -168,8 +171,9 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
       -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
       try {
         auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
-        // The node's own budget, whatever the deployment says.
+        // The node's own budget and device, whatever the deployment says.
         spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
+        spec.compute_device = compute_device;
         spec.memory_committed = 0;
         for (const auto& [addr, c] : *committed)
           if (c.generation == spec.generation)
@@ -196,6 +200,7 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
       try {
         auto spec = inference_spec_from_json(nlohmann::json::parse(spec_json));
         spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
+        spec.compute_device = compute_device;
         // Inference stages count against each other, not against a
         // training deployment's generation (a node serves one job anyway).
         int64_t others = 0;
@@ -225,6 +230,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
   // what its job added to it (job_peak_bytes).
   detail::restart_peak_measurement();
   self->state.opts = opts;
+  self->state.hardware = kernels::describe_device(torch::Device(opts.compute_device));
   self->state.dp = dp;
   self->state.claim = detail::job_claim{self->system().node()};
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -236,7 +242,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
   // Linked: it goes when the device goes (user_shutdown, kill).
   self->state.builder = self->spawn<caf::detached + caf::linked>(
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
-    self->state.halt_below, opts.memory_bytes);
+    self->state.halt_below, opts.memory_bytes, opts.compute_device);
   if (dp)
     // Snapshots from peers: one larger than the node's whole budget could
     // not be kept within it.
@@ -246,7 +252,11 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
   return {
     [=](caps_atom) -> std::string {
       const auto& o = self->state.opts;
+      const auto& hw = self->state.hardware;
       return nlohmann::json{{"name", o.name},
+                            {"compute_device", hw.device},
+                            {"device_name", hw.name},
+                            {"device_memory_bytes", hw.memory_bytes},
                             {"memory_bytes", o.memory_bytes},
                             {"threads", o.threads},
                             {"slowdown", o.slowdown},
@@ -313,6 +323,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         if (st.dp)
           st.dp->serve_job(job);
         detail::restart_peak_measurement();
+        kernels::reset_device_memory_peak(torch::Device(st.opts.compute_device));
         spdlog::info("{}: serving job {}", name, job);
       }
       int64_t dropped = 0;
@@ -381,6 +392,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
             po.optimizer = training::parse_optimizer(j.at("optimizer").get<std::string>());
             po.slowdown = opts.slowdown;
             po.device = opts.name;
+            po.compute_device = torch::Device(opts.compute_device);
             auto name = j.at("model").get<std::string>();
             auto model = training::build_model(name, j.at("model_options"));
             auto profile = training::profile_model(model, name, po);
@@ -630,7 +642,9 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
 
 device_actor spawn_device(caf::actor_system& sys, const device_options& opts,
                           std::shared_ptr<data_plane> dp) {
-  return sys.spawn<caf::detached>(device_fun, opts, std::move(dp));
+  auto resolved = opts;
+  resolved.compute_device = kernels::resolve_compute_device(opts.compute_device).str();
+  return sys.spawn<caf::detached>(device_fun, resolved, std::move(dp));
 }
 
 } // namespace asteroid::actors

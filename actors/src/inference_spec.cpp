@@ -24,7 +24,8 @@ json to_json(const inference_spec& s) {
               {"job", s.job},
               {"generation", s.generation},
               {"label", s.label},
-              {"memory_budget", s.memory_budget}};
+              {"memory_budget", s.memory_budget},
+              {"compute_device", s.compute_device}};
 }
 
 namespace {
@@ -40,7 +41,7 @@ inference_spec read_inference_spec(const json& j) {
                        "first_layer", "end_layer", "micro_batch", "queue_limit",
                        "activation_codec", "input_codec", "slowdown", "job", "generation",
                        "label",
-                       "memory_budget"});
+                       "memory_budget", "compute_device"});
   inference_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -57,6 +58,7 @@ inference_spec read_inference_spec(const json& j) {
   read_optional(j, f, "generation", s.generation);
   read_optional(j, f, "activation_codec", s.activation_codec);
   read_optional(j, f, "input_codec", s.input_codec);
+  read_optional(j, f, "compute_device", s.compute_device);
   read_optional(j, f, "slowdown", s.slowdown);
   read_optional(j, f, "label", s.label);
   read_optional(j, f, "memory_budget", s.memory_budget);

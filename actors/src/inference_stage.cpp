@@ -6,6 +6,7 @@
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/actors/wire_compression.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/kernels/wire_codec.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
@@ -34,6 +35,8 @@ struct inference_engine {
   kernels::wire_codec input_codec = kernels::wire_codec::none;
   std::shared_ptr<data_plane> dp;
   caf::node_id server_node;
+  /// Where the stage's layers and each request's tensors live.
+  torch::Device device{torch::kCPU};
   /// One request's input, per sample: its shape and dtype.
   models::shape_t sample_shape;
   torch::Dtype input_dtype = torch::kFloat32;
@@ -128,9 +131,11 @@ void compute_next(inference_stage_self self) {
       if (!why.empty())
         return;
       torch::NoGradGuard no_grad;
+      x = kernels::to_compute_device(x, e.device);
       auto y = e.model->forward_range(x, e.spec.first_layer, e.spec.end_layer);
       // The server gets the output as computed; the next stage under the
-      // codec of the link to it.
+      // codec of the link to it. Encoding copies it to the host, so on a
+      // GPU its kernels finish within this compute's time.
       out.payload = st.out_is_server ? serialization::encode_tensor(y)
                                      : encode_wire_payload(y, e.codec);
     } catch (const std::exception& ex) {
@@ -315,6 +320,8 @@ inference_stage_actor spawn_inference_stage(caf::actor_system& sys,
     *footprint = f;
   load_stage_state(e->model, spec.first_layer, spec.end_layer, nullptr,
                    serialization::decode_tensors(weights));
+  e->device = kernels::resolve_compute_device(spec.compute_device);
+  e->model->to(e->device);
   e->model->eval();
   auto a = sys.spawn<caf::detached>(inference_stage_fun, e);
   if (dp)

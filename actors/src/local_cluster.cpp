@@ -57,6 +57,9 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
   if (opts_.memory.size() > 1
       && static_cast<int>(opts_.memory.size()) != opts_.nodes)
     throw std::invalid_argument("cluster: give one memory budget per node");
+  if (opts_.devices.size() > 1
+      && static_cast<int>(opts_.devices.size()) != opts_.nodes)
+    throw std::invalid_argument("cluster: give one device per node, or one for all");
   for (double x : opts_.slowdowns)
     if (!(std::isfinite(x) && x >= 1.0))
       throw std::invalid_argument("cluster: --slowdown " + std::to_string(x)
@@ -106,7 +109,9 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       "--threads",
       std::to_string(opts_.threads),
       "--slowdown",
-      std::to_string(pick(opts_.slowdowns, i, 1.0))};
+      std::to_string(pick(opts_.slowdowns, i, 1.0)),
+      "--device",
+      pick(opts_.devices, i, std::string("cpu"))};
     if (!keys_dir_.empty()) {
       args.push_back("--credentials");
       args.push_back(keys_dir_ + "/node" + std::to_string(i));

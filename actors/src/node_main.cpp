@@ -4,6 +4,7 @@
 
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/kernels/allocator.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 
 #include <arpa/inet.h>
 #include <caf/openssl/publish.hpp>
@@ -67,11 +68,27 @@ int run_node(const node_options& opts) {
   if (opts.device.memory_bytes < 0)
     throw std::invalid_argument("node: --memory must not be negative");
   check_exposure(opts);
+  // Before anything listens: a node that cannot compute where it was told
+  // to says so at start, not at its first deployment.
+  torch::Device compute = torch::kCPU;
+  try {
+    compute = kernels::resolve_compute_device(opts.device.compute_device);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("node: ") + e.what());
+  }
+  const auto hardware = kernels::describe_device(compute);
+  if (compute.is_cuda())
+    // cuDNN's convolutions default to TF32 on Ampere and later GPUs (Jetson
+    // Orin among them), which rounds their inputs to 10 mantissa bits: the
+    // weights would drift from single-device fp32 training, which a pipeline
+    // promises to equal (tests/actors/cuda_node_test).
+    at::globalContext().setAllowTF32CuDNN(false);
   torch::set_num_threads(opts.device.threads);
   caf::actor_system_config cfg;
   configure(cfg, opts.net);
   caf::actor_system sys{cfg};
   auto dev_opts = opts.device;
+  dev_opts.compute_device = compute.str();
   std::shared_ptr<data_plane> dp;
   if (opts.data_plane) {
     data_plane::options dpo;
@@ -94,12 +111,16 @@ int run_node(const node_options& opts) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::printf("asteroid node %s listening on %s:%u (%s, memory %lld B, %d "
+  std::printf("asteroid node %s listening on %s:%u (%s, device %s, memory %lld B, %d "
               "threads, slowdown %.2f%s, data plane %s)\n",
               opts.device.name.c_str(), opts.host.c_str(),
               static_cast<unsigned>(*port),
               (tls ? "TLS, cluster CA " + opts.net.tls.ca
                    : std::string("plain TCP, no credentials"))
+                .c_str(),
+              (compute.is_cuda() ? hardware.device + " " + hardware.name + " with "
+                                     + std::to_string(hardware.memory_bytes >> 20) + " MiB"
+                                 : std::string("cpu"))
                 .c_str(),
               static_cast<long long>(opts.device.memory_bytes),
               opts.device.threads, opts.device.slowdown,

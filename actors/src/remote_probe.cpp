@@ -83,7 +83,8 @@ link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
 planner::cluster measure_cluster(caf::actor_system& sys,
                                  const std::vector<device_actor>& devices,
                                  const std::vector<std::string>& endpoints,
-                                 int reference, const link_probe_options& opts) {
+                                 int reference, const link_probe_options& opts,
+                                 std::vector<json>* capabilities) {
   if (devices.size() != endpoints.size())
     throw std::invalid_argument("measure_cluster: one endpoint per device");
   std::vector<json> caps;
@@ -94,6 +95,8 @@ planner::cluster measure_cluster(caf::actor_system& sys,
       throw std::runtime_error("node " + endpoints[d] + ": " + e.what());
     }
   }
+  if (capabilities)
+    *capabilities = caps;
   double ref_slowdown = caps.at(static_cast<size_t>(reference)).value("slowdown", 1.0);
   std::vector<planner::device_spec> specs;
   for (size_t d = 0; d < devices.size(); ++d)

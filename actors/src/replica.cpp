@@ -9,6 +9,7 @@
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/actors/wire_compression.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
@@ -191,6 +192,12 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       spdlog::error("{}: dropped {} with {} rows from {} (expected {})",
                     name_of(*e), what, t.dim() < 1 ? -1 : t.size(0), m.sender,
                     rows);
+      return;
+    }
+    try {
+      t = kernels::to_compute_device(t, e->device);
+    } catch (const std::exception& ex) {
+      fail(self, "cannot move " + what + " to " + e->device.str() + ": " + ex.what());
       return;
     }
     switch (m.kind) {
@@ -436,6 +443,9 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
   if (footprint)
     *footprint = predicted;
   e->predicted_bytes = predicted.total();
+  // Before the optimizer is made: it holds the parameters it was given.
+  e->device = kernels::resolve_compute_device(spec.compute_device);
+  e->model->to(e->device);
   e->model->train();
   for (const auto& t : e->model->parameters())
     e->model_bytes += static_cast<int64_t>(t.nbytes());

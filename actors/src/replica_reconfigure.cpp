@@ -46,6 +46,9 @@ void reconfigure(replica_self* self, replica_spec next) {
   auto& st = self->state;
   auto& e = *st.e;
   next.slowdown = std::max(next.slowdown, e.spec.slowdown);
+  // The node's word, not the supervisor's (the device's builder set them).
+  next.memory_budget = e.spec.memory_budget;
+  next.compute_device = e.spec.compute_device;
   e.spec = std::move(next);
   apply_spec(e);
   if (e.dp)

@@ -40,6 +40,7 @@ json to_json(const replica_spec& s) {
               {"snapshot_every", s.snapshot_every},
               {"memory_budget", s.memory_budget},
               {"memory_committed", s.memory_committed},
+              {"compute_device", s.compute_device},
               {"activation_codec", s.activation_codec},
               {"gradient_codec", s.gradient_codec},
               {"error_feedback", s.error_feedback},
@@ -62,7 +63,8 @@ replica_spec read_spec(const json& j) {
                        "stream", "loss", "optimizer", "credit_window",
                        "slowdown", "label", "recv_timeout_ms", "generation",
                        "job", "snapshot_every", "restore_version",
-                       "memory_budget", "memory_committed", "activation_codec",
+                       "memory_budget", "memory_committed", "compute_device",
+                       "activation_codec",
                        "gradient_codec", "error_feedback", "all_reduce_codec"});
   replica_spec s;
   read_required(j, f, "model", s.model);
@@ -105,6 +107,7 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "snapshot_every", s.snapshot_every);
   read_optional(j, f, "memory_budget", s.memory_budget);
   read_optional(j, f, "memory_committed", s.memory_committed);
+  read_optional(j, f, "compute_device", s.compute_device);
   read_optional(j, f, "activation_codec", s.activation_codec);
   read_optional(j, f, "gradient_codec", s.gradient_codec);
   read_optional(j, f, "error_feedback", s.error_feedback);

@@ -52,6 +52,9 @@ struct engine {
   replica_spec spec;
   /// Only the stage's layers are built (sequential_model.hpp).
   models::sequential_model model{nullptr};
+  /// Where the model and every tensor of a step live (the spec's
+  /// `compute_device`); what arrives is moved here on receipt.
+  torch::Device device{torch::kCPU};
   /// Bytes of every tensor the model holds (parameters and buffers), as
   /// reported each step: what a stage-only model saves is visible there.
   int64_t model_bytes = 0;

@@ -3,6 +3,7 @@
 #include "asteroid/actors/micro_batch_progress.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/stage_state.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "device_clock.hpp"
 #include "process_memory.hpp"
@@ -261,6 +262,10 @@ nlohmann::json transports(const replica_state& st) {
 void finish_step(replica_self* self) {
   auto& st = self->state;
   auto& e = *st.e;
+  // A replica on a GPU holds the job's tensors in device memory: its
+  // allocator's peak is what the node's budget is for there.
+  const auto gpu = kernels::device_memory_stats(e.device);
+  const bool on_gpu = gpu.allocated_peak >= 0;
   nlohmann::json report{{"stage", e.spec.stage},
                         {"actor", static_cast<int64_t>(self->id())},
                         {"replica", e.spec.replica},
@@ -275,7 +280,10 @@ void finish_step(replica_self* self) {
                         {"model_bytes", e.model_bytes},
                         {"predicted_bytes", e.predicted_bytes},
                         {"peak_rss_bytes", resident_peak_bytes()},
-                        {"job_peak_bytes", job_peak_bytes()},
+                        {"job_peak_bytes", on_gpu ? gpu.allocated_peak : job_peak_bytes()},
+                        {"host_job_peak_bytes", job_peak_bytes()},
+                        {"device_reserved_peak_bytes", gpu.reserved_peak},
+                        {"compute_device", e.spec.compute_device},
                         {"memory_budget_bytes", e.spec.memory_budget},
                         {"micro_batch_reports", st.progress_sent},
                         {"bytes", st.bytes},

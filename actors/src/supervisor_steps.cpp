@@ -358,6 +358,10 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"predicted_bytes", rep.value("predicted_bytes", int64_t{0})},
                     {"peak_rss_bytes", rep.value("peak_rss_bytes", int64_t{-1})},
                     {"job_peak_bytes", rep.value("job_peak_bytes", int64_t{-1})},
+                    {"host_job_peak_bytes", rep.value("host_job_peak_bytes", int64_t{-1})},
+                    {"device_reserved_peak_bytes",
+                     rep.value("device_reserved_peak_bytes", int64_t{-1})},
+                    {"compute_device", rep.value("compute_device", std::string("cpu"))},
                     {"memory_budget_bytes", rep.value("memory_budget_bytes", int64_t{-1})},
                     {"channels", rep.value("channels", json::object())}});
     if (step < job_.trace_steps)

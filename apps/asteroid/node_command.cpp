@@ -6,6 +6,7 @@
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/server.hpp"
 #include "asteroid/actors/node.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/planner/json_io.hpp"
 
 #include <atomic>
@@ -49,6 +50,11 @@ void print_nodes(const actors::local_cluster& cluster) {
 }
 
 double to_double(const std::string& s) { return std::stod(s); }
+/// Checked here, so that a bad name fails before any node starts.
+std::string to_device_name(const std::string& s) {
+  kernels::resolve_compute_device(s);
+  return s;
+}
 int64_t to_memory(const std::string& s) {
   return planner::parse_memory_size(nlohmann::json(s), "--memory");
 }
@@ -70,6 +76,10 @@ void add_node_command(CLI::App& app) {
     ->capture_default_str();
   cmd->add_option("--slowdown", o->device.slowdown,
                   "Emulated slowdown factor (compute padded to F x measured)")
+    ->capture_default_str();
+  cmd->add_option("--device", o->device.compute_device,
+                  "Where replicas compute: cpu, cuda (device 0), cuda:N, or auto "
+                  "(the first CUDA device when this build and machine have one)")
     ->capture_default_str();
   cmd->add_option("--link-interface", o->device.link_interface,
                   "Interface outside this node's network namespace that "
@@ -130,6 +140,10 @@ void add_cluster_command(CLI::App& app) {
                   "Memory budgets, one for all or one per node: 2GiB,1GiB");
   cmd->add_option("--threads", o->threads, "LibTorch threads per node")
     ->capture_default_str();
+  auto devices = std::make_shared<std::string>();
+  cmd->add_option("--device", *devices,
+                  "Where each node computes, one for all or one per node: "
+                  "cpu,cuda:0 (as `asteroid node --device`; default cpu)");
   cmd->add_option("--link-rate", o->link_rate_mbps,
                   "Every node paces its outgoing tensor bytes to this many "
                   "Mbit/s (emulated links on loopback; 0: off)")
@@ -164,6 +178,8 @@ void add_cluster_command(CLI::App& app) {
       o->slowdowns = parse_list<double>(*slowdown, "--slowdown", &to_double);
     if (!memory->empty())
       o->memory = parse_list<int64_t>(*memory, "--memory", &to_memory);
+    if (!devices->empty())
+      o->devices = parse_list<std::string>(*devices, "--device", &to_device_name);
     std::signal(SIGINT, on_cluster_signal);
     std::signal(SIGTERM, on_cluster_signal);
     if (!job->empty()) {

@@ -64,7 +64,21 @@ void add_probe_command(CLI::App& app) {
     lp.stream = a->stream;
     if (a->stream * a->bytes > (int64_t{1} << 30))
       throw CLI::ValidationError("--stream", "--stream x --bytes must be at most 1 GiB");
-    auto c = actors::measure_cluster(sys, devices, a->nodes, a->reference, lp);
+    std::vector<nlohmann::json> caps;
+    auto c = actors::measure_cluster(sys, devices, a->nodes, a->reference, lp, &caps);
+    for (size_t i = 0; i < caps.size(); ++i) {
+      const auto& k = caps[i];
+      const auto device = k.value("compute_device", std::string("cpu"));
+      std::fprintf(stderr, "%s at %s: device %s%s, budget %s, %d threads, slowdown %.2f\n",
+                   k.value("name", a->nodes[i]).c_str(), a->nodes[i].c_str(), device.c_str(),
+                   device == "cpu"
+                     ? ""
+                     : (" (" + k.value("device_name", std::string("?")) + ", "
+                        + planner::format_bytes(k.value("device_memory_bytes", int64_t{0})) + ")")
+                         .c_str(),
+                   planner::format_bytes(k.value("memory_bytes", int64_t{0})).c_str(),
+                   k.value("threads", 1), k.value("slowdown", 1.0));
+    }
     for (int i = 0; i < c.size(); ++i)
       for (int j = 0; j < c.size(); ++j)
         if (i != j)

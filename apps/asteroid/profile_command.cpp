@@ -1,6 +1,7 @@
 #include "commands.hpp"
 
 #include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_options_json.hpp"
@@ -19,6 +20,7 @@ struct profile_args {
   std::string options_json;
   std::string batch_sizes = "1,8,32";
   training::profiler_options profiler;
+  std::string compute_device = "cpu";
   std::string optimizer = "sgd";
   std::string out;
   int threads = 0;
@@ -56,6 +58,10 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--device", a->profiler.device,
                   "Device name or catalog type recorded in the profile")
     ->capture_default_str();
+  cmd->add_option("--compute-device", a->compute_device,
+                  "Where the layers run here: cpu, cuda, cuda:N or auto (as "
+                  "`asteroid node --device`; a node profiles on its own)")
+    ->capture_default_str();
   cmd->add_option("--optimizer", a->optimizer,
                   "Optimizer whose state size is recorded: sgd or adam")
     ->check(CLI::IsMember({"sgd", "adam"}))
@@ -66,7 +72,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "Write the profile JSON here (default: "
                                       "stdout)");
   cmd->add_option("--node", a->node,
-                  "Profile on the node at HOST:PORT (its CPU and its emulated "
+                  "Profile on the node at HOST:PORT (its device and its emulated "
                   "slowdown) instead of on this machine");
   add_credentials_option(cmd, a->credentials);
   cmd->callback([a] {
@@ -83,6 +89,7 @@ void add_profile_command(CLI::App& app) {
     a->profiler.optimizer = training::parse_optimizer(a->optimizer);
     planner::model_profile profile;
     if (a->node.empty()) {
+      a->profiler.compute_device = kernels::resolve_compute_device(a->compute_device);
       profile = training::profile_model(model, a->model, a->profiler);
     } else {
       caf::actor_system_config cfg;

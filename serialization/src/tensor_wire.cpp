@@ -116,15 +116,23 @@ void check_version(detail::wire_reader& r) {
                      + std::to_string(wire_version) + ")");
 }
 
-// Copies a tensor to a contiguous, CPU, conj/neg-resolved form.
+// Copies a tensor to a contiguous, CPU, conj/neg-resolved form (a CUDA
+// tensor through a pinned buffer).
 torch::Tensor host_contiguous(const torch::Tensor& t) {
   if (!t.defined())
     throw wire_error("cannot encode an undefined tensor");
   if (t.layout() != torch::kStrided)
     throw wire_error("cannot encode a non-strided (sparse or mkldnn) tensor");
   auto c = t.detach();
-  if (!c.device().is_cpu())
+  if (c.device().is_cuda()) {
+    // Through page-locked memory (LibTorch's caching host allocator): the
+    // copy is a DMA transfer, and the buffer is reused for the next one.
+    auto host = torch::empty(c.sizes(), c.options().device(torch::kCPU).pinned_memory(true));
+    host.copy_(c);
+    c = host;
+  } else if (!c.device().is_cpu()) {
     c = c.to(torch::kCPU);
+  }
   c = c.resolve_conj().resolve_neg();
   return c.contiguous();
 }

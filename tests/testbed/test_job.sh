@@ -15,9 +15,9 @@ expect_log() {  # node regex
   grep -qE -- "$2" "$tmp/logs/$1.log" || fail "$1.log lacks /$2/: $(cat "$tmp/logs/$1.log")"
 }
 net='198\.1[89]\.[0-9]+'
-expect_log fast-0 "listening on $net\.10:$port \(TLS, cluster CA [^,]*/keys/node0/ca.pem, memory 2147483648 B, 1 threads, slowdown 1\.00, data plane [0-9]+\)"
+expect_log fast-0 "listening on $net\.10:$port \(TLS, cluster CA [^,]*/keys/node0/ca.pem, device cpu, memory 2147483648 B, 1 threads, slowdown 1\.00, data plane [0-9]+\)"
 expect_log slow-1 \
-  "listening on $net\.11:$((port + 1)) \(TLS, cluster CA [^,]*/keys/node1/ca.pem, memory 1073741824 B, 1 threads, slowdown 2\.00 emulated, data plane [0-9]+\)"
+  "listening on $net\.11:$((port + 1)) \(TLS, cluster CA [^,]*/keys/node1/ca.pem, device cpu, memory 1073741824 B, 1 threads, slowdown 2\.00 emulated, data plane [0-9]+\)"
 expect_log slow-2 "deployed s1r0@slow-2"
 assert_clean "$tb_pid"
 

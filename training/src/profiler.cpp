@@ -1,5 +1,6 @@
 #include "asteroid/training/profiler.hpp"
 
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/training/memory_tracker.hpp"
 
 #include <algorithm>
@@ -24,13 +25,13 @@ double median(std::vector<double> xs) {
 }
 
 torch::Tensor random_input(const models::sequential_model& model, int layer,
-                           int64_t batch) {
+                           int64_t batch, torch::Device device) {
   std::vector<int64_t> shape{batch};
   auto per_sample = model->input_shape(layer);
   shape.insert(shape.end(), per_sample.begin(), per_sample.end());
   if (layer == 0 && model->input_dtype() == torch::kLong)
-    return torch::randint(0, 100, shape, torch::kLong); // valid token ids
-  auto x = torch::randn(shape);
+    return torch::randint(0, 100, shape, torch::dtype(torch::kLong).device(device)); // valid token ids
+  auto x = torch::randn(shape, torch::device(device));
   if (layer > 0)
     x.requires_grad_(true);
   return x;
@@ -66,10 +67,17 @@ planner::model_profile profile_model(models::sequential_model& model,
     os << options.device << " (emulated slowdown x" << options.slowdown << ")";
     profile.device = os.str();
   }
+  const auto device = options.compute_device;
+  const bool gpu = device.is_cuda();
+  model->to(device);
   {
-    auto x = random_input(model, 0, 1);
+    auto x = random_input(model, 0, 1, device);
     profile.input_bytes_per_sample = x.numel() * x.element_size();
   }
+  // What tensors hold now on the profiled device.
+  auto held_bytes = [&] {
+    return gpu ? kernels::device_memory_stats(device).allocated_now : memory.current_bytes();
+  };
   model->train();
   auto state_factor = options.optimizer == optimizer_kind::adam ? 2 : 1;
   for (int i = 0; i < model->size(); ++i) {
@@ -85,17 +93,24 @@ planner::model_profile profile_model(models::sequential_model& model,
       std::vector<double> fwd, bwd;
       int64_t peak_extra = 0;
       for (int r = 0; r < options.warmup + options.repeats; ++r) {
-        auto x = random_input(model, i, b);
-        auto base = memory.current_bytes();
+        auto x = random_input(model, i, b, device);
+        kernels::synchronize(device);
+        auto base = held_bytes();
         memory.reset_peak();
+        kernels::reset_device_memory_peak(device);
         auto t0 = clock_type::now();
         auto y = model->forward_range(x, i, i + 1);
+        kernels::synchronize(device);
         auto tf = seconds_since(t0);
         auto grad = torch::randn_like(y);
+        kernels::synchronize(device);
         t0 = clock_type::now();
         y.backward(grad);
+        kernels::synchronize(device);
         auto tb = seconds_since(t0);
-        peak_extra = std::max(peak_extra, memory.peak_bytes() - base);
+        auto peak = gpu ? kernels::device_memory_stats(device).allocated_peak
+                        : memory.peak_bytes();
+        peak_extra = std::max(peak_extra, peak - base);
         if (r >= options.warmup) {
           fwd.push_back(tf * options.slowdown);
           bwd.push_back(tb * options.slowdown);

@@ -44,6 +44,9 @@ struct inference_spec {
   /// The node's memory budget in bytes (< 0: none), set by the device that
   /// builds the stage from its own budget, whatever the server sent.
   int64_t memory_budget = -1;
+  /// Where the stage computes ("cpu", "cuda:N"), likewise set by the device
+  /// from its own `--device`.
+  std::string compute_device = "cpu";
 };
 
 nlohmann::json to_json(const inference_spec& spec);

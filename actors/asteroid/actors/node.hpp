@@ -19,6 +19,10 @@ struct device_options {
   int threads = 1;
   /// Emulated slowdown factor (>= 1): compute is padded to factor × measured.
   double slowdown = 1.0;
+  /// Where replicas compute: "cpu", "cuda", "cuda:N" or "auto" as given;
+  /// `run_node` resolves it (kernels/compute_device.hpp) and refuses a CUDA
+  /// device this build or machine lacks.
+  std::string compute_device = "cpu";
   /// "host:port" it is published at (empty for an in-process device).
   std::string endpoint;
   /// The interface, outside the node's network namespace, that carries all
@@ -83,6 +87,8 @@ public:
     uint16_t base_port = 27000;      ///< node i listens on base_port + i
     std::vector<double> slowdowns;   ///< one per node, or one for all, or none
     std::vector<int64_t> memory;     ///< bytes, same convention
+    /// `--device` of each node, same convention (none: the CPU).
+    std::vector<std::string> devices;
     int threads = 1;
     /// > 0: every node paces its outgoing tensors to this rate (emulated
     /// links on loopback, `asteroid node --link-rate`).

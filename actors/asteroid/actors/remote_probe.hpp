@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Measuring the cluster from the supervisor (issue #4): a layer profile
-/// taken *on a node* (its CPU, its emulated slowdown) and the bandwidth and
+/// taken *on a node* (its device, its emulated slowdown) and the bandwidth and
 /// latency of every link between nodes, measured over the path the runtime's
 /// tensors take (the data plane where both nodes have one, else CAF messages;
 /// `link_probe_options::path`).
@@ -57,10 +57,12 @@ link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
 
 /// A cluster of `devices` (capabilities from each node: name, memory, speed
 /// = reference slowdown / node slowdown) with a measured link matrix.
-/// `reference` is the device whose speed is 1 (the profiled one).
+/// `reference` is the device whose speed is 1 (the profiled one). With
+/// `capabilities`, every node's `ast_caps` answer is left there, in order.
 planner::cluster measure_cluster(caf::actor_system& sys,
                                  const std::vector<device_actor>& devices,
                                  const std::vector<std::string>& endpoints,
-                                 int reference, const link_probe_options& opts);
+                                 int reference, const link_probe_options& opts,
+                                 std::vector<nlohmann::json>* capabilities = nullptr);
 
 } // namespace asteroid::actors

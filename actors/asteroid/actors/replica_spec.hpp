@@ -59,6 +59,11 @@ struct replica_spec {
   /// Bytes already predicted for the node's other replicas of the same
   /// deployment generation (set by the device's builder).
   int64_t memory_committed = 0;
+  /// Where the replica computes: "cpu" or "cuda:N". Set by the device that
+  /// builds it from its own `--device`, whatever the supervisor sent:
+  /// tensors reach and leave it through host memory, so one job's replicas
+  /// may compute on different kinds of device.
+  std::string compute_device = "cpu";
   /// How activations and gradients cross links between stages
   /// (kernels::wire_codec names; "none" is bit-exact), and whether the
   /// gradients' codec carries its error into the next step (error feedback).

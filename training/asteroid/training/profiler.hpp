@@ -25,11 +25,16 @@ struct profiler_options {
   optimizer_kind optimizer = optimizer_kind::sgd;
   /// Name recorded as the profile's device.
   std::string device = "local";
+  /// Where the layers run (kernels/compute_device.hpp): the model is moved
+  /// there, and on CUDA each timing waits for the kernels and the working
+  /// memory is the caching allocator's.
+  torch::Device compute_device = torch::kCPU;
 };
 
-/// Measures every layer of `model` on this process's CPU: forward and
+/// Measures every layer of `model` on `options.compute_device`: forward and
 /// backward time at each batch size, output activation bytes, parameter and
-/// optimizer-state bytes, and peak working memory (LibTorch CPU allocator).
+/// optimizer-state bytes, and peak working memory (LibTorch's CPU allocator,
+/// or on CUDA its caching allocator).
 ///
 /// Each layer runs alone on random inputs of its declared shape (token ids
 /// for a model whose input dtype is int64), with `requires_grad` inputs for
