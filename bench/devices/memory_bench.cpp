@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
       job.seed = 1;
       job.nodes = nodes.endpoints();
       job.plan = p;
+      // Both nodes build large stages at once on what may be a small host:
+      // a node busy building is not a lost one here.
+      job.fault_tolerance.heartbeat_ms = 500;
+      job.fault_tolerance.heartbeat_misses = 20;
       auto model = training::build_model(name, json::object());
       auto train = data_for(model, batch * steps);
       caf::actor_system_config cfg;
