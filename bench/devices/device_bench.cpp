@@ -4,6 +4,8 @@
 // each node alone on its machine. Prints samples/s of both and their ratio.
 // Needs a CUDA LibTorch and a GPU for the GPU row; without one it says so
 // and exits 2.
+#include "../measuring_job.hpp"
+
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/data/make_dataset.hpp"
@@ -45,17 +47,6 @@ node_run run_on(const std::string& device, int threads, const std::string& model
   co.threads = threads;
   co.memory = {int64_t{64} << 30};
   actors::local_cluster cluster{co};
-  actors::job_spec job;
-  job.model = model_name;
-  job.batch_size = batch;
-  job.micro_batches = 1;
-  job.optimizer.lr = 0.02;
-  job.optimizer.momentum = 0.9;
-  job.max_steps = steps + warmup;
-  job.evaluate = false;
-  job.progress = 0;
-  job.seed = 1;
-  job.nodes = cluster.endpoints();
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
   planner::plan p;
@@ -63,7 +54,7 @@ node_run run_on(const std::string& device, int threads, const std::string& model
   p.batch_size = batch;
   p.micro_batches = 1;
   p.stages = {{0, static_cast<int>(model->size()), {0}, {batch}}};
-  job.plan = p;
+  auto job = bench::measuring_job(model_name, p, steps + warmup, cluster.endpoints());
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};

@@ -7,6 +7,9 @@
 // node the measured peak is the CUDA caching allocator's peak of allocated
 // bytes; on a CPU node the resident high-water mark above what the process
 // held when the job claimed it (docs/runtime.md, "Memory budgets").
+#include "../command_lists.hpp"
+#include "../measuring_job.hpp"
+
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/data/make_dataset.hpp"
@@ -25,18 +28,9 @@
 
 using namespace asteroid;
 using nlohmann::json;
+using bench::split_list;
 
 namespace {
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in{text};
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty())
-      out.push_back(item);
-  return out;
-}
 
 std::shared_ptr<data::dataset> data_for(const models::sequential_model& model, int64_t count) {
   data::dataset_options o;
@@ -125,18 +119,8 @@ int main(int argc, char** argv) {
       co.devices = {device};
       co.memory = {int64_t{64} << 30};
       actors::local_cluster nodes{co};
-      actors::job_spec job;
-      job.model = name;
-      job.batch_size = batch;
-      job.micro_batches = static_cast<int>(M);
+      auto job = bench::measuring_job(name, p, steps, nodes.endpoints());
       job.optimizer.lr = 0.01;
-      job.optimizer.momentum = 0.9;
-      job.max_steps = steps;
-      job.evaluate = false;
-      job.progress = 0;
-      job.seed = 1;
-      job.nodes = nodes.endpoints();
-      job.plan = p;
       // Both nodes build large stages at once on what may be a small host:
       // a node busy building is not a lost one here.
       job.fault_tolerance.heartbeat_ms = 500;

@@ -4,6 +4,7 @@
 // cluster with speeds relative to the fastest device (= this machine) or,
 // with absolute speeds, to this machine, and the node options that emulate
 // it.
+#include "../command_lists.hpp"
 #include "time_dilation.hpp"
 
 #include "asteroid/actors/job.hpp"
@@ -93,17 +94,6 @@ inline actors::job_spec emulated_job(const std::string& model, const planner::pl
   job.fault_tolerance.heartbeat_ms = 1000;
   job.fault_tolerance.heartbeat_misses = 15;
   return job;
-}
-
-/// "a,b,c" -> {"a", "b", "c"} (command-line lists).
-inline std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in{text};
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty())
-      out.push_back(item);
-  return out;
 }
 
 } // namespace asteroid::bench

@@ -6,6 +6,8 @@
 //    plane (where replicas send tensors) and in CAF messages, against
 //    iperf3 on the same loopback (a stream over one persistent connection,
 //    the ceiling a data plane can approach).
+#include "../measuring_job.hpp"
+
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
@@ -95,20 +97,6 @@ framework_steps framework_step_s(const std::string& model_name,
   co.nodes = 1;
   co.base_port = port;
   actors::local_cluster cluster{co};
-  actors::job_spec job;
-  job.model = model_name;
-  job.batch_size = batch;
-  job.micro_batches = how.micro_batches;
-  job.optimizer.lr = 0.02;
-  job.optimizer.momentum = 0.9;
-  job.max_steps = steps + warmup;
-  job.evaluate = false;
-  job.progress = 0;
-  job.seed = 1;
-  job.nodes = cluster.endpoints();
-  job.fault_tolerance.snapshot_every = how.snapshot_every;
-  job.run_ahead = how.run_ahead;
-  job.micro_batch_actors = how.micro_batch_actors;
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
   planner::plan p;
@@ -116,7 +104,10 @@ framework_steps framework_step_s(const std::string& model_name,
   p.batch_size = batch;
   p.micro_batches = how.micro_batches;
   p.stages = {{0, static_cast<int>(model->size()), {0}, {batch / how.micro_batches}}};
-  job.plan = p;
+  auto job = bench::measuring_job(model_name, p, steps + warmup, cluster.endpoints());
+  job.fault_tolerance.snapshot_every = how.snapshot_every;
+  job.run_ahead = how.run_ahead;
+  job.micro_batch_actors = how.micro_batch_actors;
   caf::actor_system_config cfg;
   actors::configure(cfg);
   caf::actor_system sys{cfg};

@@ -56,6 +56,16 @@ planner::inference_plan one_stage_per_layer_group(const std::vector<std::pair<in
   return p;
 }
 
+/// A server of the cnn on `cluster`'s nodes, `micro_batch` samples per
+/// request (what the node-process tests share; each sets its plan).
+actors::server_options cnn_server(const actors::local_cluster& cluster, int64_t micro_batch) {
+  actors::server_options so;
+  so.model = "cnn";
+  so.nodes = cluster.endpoints();
+  so.micro_batch = micro_batch;
+  return so;
+}
+
 actors::serve_spec spec_for(const std::string& model, int64_t micro_batch) {
   actors::serve_spec s;
   s.model = model;
@@ -358,10 +368,7 @@ TEST_CASE("serve: without recovery, a node killed while requests stream fails ev
   auto& cluster = env.cluster;
   auto& sys = *env.sys;
   auto& devices = env.devices;
-  actors::server_options so;
-  so.model = "cnn";
-  so.nodes = cluster.endpoints();
-  so.micro_batch = 8;
+  auto so = cnn_server(cluster, 8);
   so.recover = false;
   so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
   auto server = actors::spawn_server(sys, so, devices, fresh_model("cnn", 2));
@@ -475,10 +482,7 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
   auto& cluster = env.cluster;
   auto& sys = *env.sys;
   auto& devices = env.devices;
-  actors::server_options so;
-  so.model = "cnn";
-  so.nodes = cluster.endpoints();
-  so.micro_batch = 4;
+  auto so = cnn_server(cluster, 4);
   so.heartbeat_ms = 100;
   so.heartbeat_misses = 5;
   so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
@@ -570,10 +574,7 @@ TEST_CASE("serve: a node that runs no stage is lost without touching the pipelin
   auto& cluster = env.cluster;
   auto& sys = *env.sys;
   auto& devices = env.devices;
-  actors::server_options so;
-  so.model = "cnn";
-  so.nodes = cluster.endpoints();
-  so.micro_batch = 4;
+  auto so = cnn_server(cluster, 4);
   so.plan = one_stage_per_layer_group({{0, 2}, {2, 4}}); // nodes 0 and 1; node 2 idle
   auto model = fresh_model("cnn", 8);
   auto server = actors::spawn_server(sys, so, devices, model);
