@@ -9,6 +9,7 @@
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
+#include "asteroid/actors/state_uploads.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_registry.hpp"
@@ -69,6 +70,16 @@ struct device_state {
   snapshot_store store;
   /// The job the snapshots in `store` belong to.
   int64_t store_job = 0;
+  /// Stage states arriving in pieces for deployments to come (bounded by
+  /// the node's memory budget: set in device_fun).
+  state_uploads uploads{0};
+  /// The snapshot a piecewise read is under way of, assembled once for all
+  /// its pieces.
+  struct piecewise_read {
+    std::string key;
+    int64_t version = -1;
+    std::shared_ptr<const std::string> bytes;
+  } reading;
   /// Memory held for the job's `hog` fault, until the node is free again.
   std::shared_ptr<detail::memory_hog> hog = std::make_shared<detail::memory_hog>();
 };
@@ -89,6 +100,8 @@ std::string refusal(device_self self, const char* what) {
 void free_node(device_self self, const std::string& why) {
   spdlog::info("{}: free again ({})", self->state.opts.name, why);
   self->state.hog->release();
+  self->state.uploads.clear();
+  self->state.reading = {};
   if (!self->state.dp)
     return;
   self->state.dp->serve_job(0);
@@ -105,6 +118,41 @@ void require_claim(device_self self, int64_t job) {
     throw std::invalid_argument("the spec names job " + std::to_string(job)
                                 + "; this node serves " + claim.describe()
                                 + " (claim it first: ast_claim)");
+}
+
+/// The encoded snapshot of `key` at `version`, whole or assembled from the
+/// ranges held (a replica's own and a neighbour's backup); nullopt when the
+/// node holds neither.
+std::optional<std::string> held_snapshot(device_self self, const std::string& key,
+                                         int64_t version) {
+  auto bytes = self->state.store.get(key, version);
+  int first = 0, end = 0;
+  if (!bytes && snapshot_store::parse_key(key, first, end)) {
+    auto merged = self->state.store.assemble(first, end, version);
+    if (!merged.empty())
+      bytes = std::move(merged);
+  }
+  return bytes;
+}
+
+/// A spec's "state_upload": its state came before, in pieces, from the
+/// same sender (`from`); moved into `state`. Throws naming what is missing.
+void take_upload(device_self self, uint64_t from, const nlohmann::json& spec,
+                 const std::string& label, std::string& state) {
+  if (!spec.contains("state_upload"))
+    return;
+  std::string why;
+  auto bytes = self->state.uploads.take({from, spec.at("state_upload").get<int64_t>()}, why);
+  if (!bytes)
+    throw std::invalid_argument(why);
+  state = std::move(*bytes);
+  spdlog::info("{}: deploying {} from a state of {} bytes sent in pieces",
+               self->state.opts.name, label, state.size());
+}
+
+std::string no_snapshot(device_self self, const std::string& key, int64_t version) {
+  return self->state.opts.name + " holds no snapshot " + key + " of version "
+         + std::to_string(version);
 }
 
 /// Logs a failed deployment on device `name` and says why, for the supervisor.
@@ -240,6 +288,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       free_node(self, "the job's supervisor went down");
   });
   // Linked: it goes when the device goes (user_shutdown, kill).
+  self->state.uploads = state_uploads(
+    static_cast<uint64_t>(opts.memory_bytes > 0 ? opts.memory_bytes : int64_t{2} << 30));
   self->state.builder = self->spawn<caf::detached + caf::linked>(
     replica_builder, caf::actor_cast<caf::actor>(self), dp, opts.name,
     self->state.halt_below, opts.memory_bytes, opts.compute_device);
@@ -332,6 +382,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         // than this job has reached) would be restored by this one.
         dropped = static_cast<int64_t>(st.store.bytes());
         st.store.clear();
+        st.reading = {};
+        st.uploads.clear();
         st.store_job = job;
       }
       return {std::string{}, dropped};
@@ -349,6 +401,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         st.store.clear();
         st.store_job = 0;
       }
+      st.reading = {};
+      st.uploads.clear();
       free_node(self, "job " + std::to_string(job) + " released it");
     },
     [=](fetch_atom, const std::string& key, int64_t version)
@@ -356,19 +410,43 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       auto why = refusal(self, "a snapshot read");
       if (!why.empty())
         return {why, std::string{}};
-      auto bytes = self->state.store.get(key, version);
-      int first = 0, end = 0;
-      // A range held in pieces (a replica's own and a neighbour's backup).
-      if (!bytes && snapshot_store::parse_key(key, first, end)) {
-        auto merged = self->state.store.assemble(first, end, version);
-        if (!merged.empty())
-          bytes = std::move(merged);
-      }
+      auto bytes = held_snapshot(self, key, version);
       if (!bytes)
-        return {self->state.opts.name + " holds no snapshot " + key
-                  + " of version " + std::to_string(version),
-                std::string{}};
-      return {std::string{}, *bytes};
+        return {no_snapshot(self, key, version), std::string{}};
+      return {std::string{}, std::move(*bytes)};
+    },
+    [=](fetch_atom, const std::string& key, int64_t version, int64_t offset)
+      -> std::tuple<std::string, std::string, int64_t> {
+      auto why = refusal(self, "a snapshot read");
+      if (!why.empty())
+        return {why, std::string{}, int64_t{0}};
+      auto& r = self->state.reading;
+      if (offset == 0 || r.key != key || r.version != version || !r.bytes) {
+        r = {};
+        auto bytes = held_snapshot(self, key, version);
+        if (!bytes)
+          return {no_snapshot(self, key, version), std::string{}, int64_t{0}};
+        r = {key, version, std::make_shared<const std::string>(std::move(*bytes))};
+      }
+      const auto total = static_cast<int64_t>(r.bytes->size());
+      auto [piece, last] = piece_at(*r.bytes, offset);
+      if (last)
+        r = {}; // read to the end (or past it): the copy is not kept
+      return {std::string{}, std::move(piece), total};
+    },
+    [=](upload_atom, int64_t upload, int64_t total, int64_t offset, std::string& piece)
+      -> std::string {
+      auto why = refusal(self, "a state upload");
+      if (!why.empty())
+        return why;
+      auto sender = self->current_sender();
+      auto err = self->state.uploads.append({sender ? sender->id() : 0, upload}, total,
+                                            offset, std::move(piece));
+      if (!err.empty()) {
+        err = self->state.opts.name + " refused " + err;
+        spdlog::warn("{}", err);
+      }
+      return err;
     },
     [=](profile_atom, const std::string& request)
       -> caf::typed_response_promise<std::string, std::string> {
@@ -573,6 +651,9 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
     },
     [=](deploy_atom, const std::string& spec_json, std::string& state)
       -> caf::typed_response_promise<std::string, caf::actor> {
+      // Now: queue_build's promise takes the sender from the message.
+      const auto& sender = self->current_sender();
+      const uint64_t from = sender ? sender->id() : 0;
       return queue_build(self, "a deployment", deploy_atom::value, [&] {
         auto j = nlohmann::json::parse(spec_json);
         auto spec = replica_spec_from_json(j);
@@ -584,14 +665,21 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         if (state.empty() && version >= 0)
           state = self->state.store.assemble(spec.first_layer, spec.end_layer,
                                              version);
+        if (state.empty())
+          take_upload(self, from, j, spec.label, state);
         return std::make_pair(to_json(spec).dump(), std::move(state));
       });
     },
     [=](serve_atom, const std::string& spec_json, std::string& weights)
       -> caf::typed_response_promise<std::string, caf::actor> {
+      const auto& sender = self->current_sender(); // before queue_build's promise
+      const uint64_t from = sender ? sender->id() : 0;
       return queue_build(self, "an inference deployment", serve_atom::value, [&] {
-        auto spec = inference_spec_from_json(nlohmann::json::parse(spec_json));
+        auto j = nlohmann::json::parse(spec_json);
+        auto spec = inference_spec_from_json(j);
         require_claim(self, spec.job);
+        if (weights.empty())
+          take_upload(self, from, j, spec.label, weights);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
         return std::make_pair(to_json(spec).dump(), std::move(weights));
       });

@@ -40,8 +40,9 @@ inference_spec read_inference_spec(const json& j) {
                       {"model", "model_options", "stage", "num_stages",
                        "first_layer", "end_layer", "micro_batch", "queue_limit",
                        "activation_codec", "input_codec", "slowdown", "job", "generation",
-                       "label",
-                       "memory_budget", "compute_device"});
+                       "label", "memory_budget", "compute_device",
+                       // where the node takes the weights from, left in the spec
+                       "state_upload"});
   inference_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");

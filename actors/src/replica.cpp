@@ -8,6 +8,7 @@
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/stage_state.hpp"
+#include "asteroid/actors/state_uploads.hpp"
 #include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
@@ -376,11 +377,19 @@ replica_actor::behavior_type replica_fun(replica_self* self,
           });
       return rp;
     },
-    [=](state_atom) -> std::string {
+    [=](state_atom, int64_t offset) -> std::tuple<std::string, int64_t> {
       if (refused("a state read", false))
-        return std::string{}; // decodes as no tensors: nothing of the state
-      return serialization::encode_tensors(capture_stage_state(
-        e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get()));
+        return {std::string{}, int64_t{0}}; // nothing of the state
+      auto& read = self->state.state_read;
+      if (offset == 0 || !read)
+        read = std::make_shared<const std::string>(
+          serialization::encode_tensors(capture_stage_state(
+            e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get())));
+      const auto total = static_cast<int64_t>(read->size());
+      auto [piece, last] = piece_at(*read, offset);
+      if (last)
+        read.reset(); // read to the end (or past it): the copy is not kept
+      return {std::move(piece), total};
     },
     [=](slow_atom, int32_t permille) {
       if (refused("a slowdown", false))
@@ -462,6 +471,23 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
     dp->add_sink(caf::actor_cast<caf::actor>(r),
                  static_cast<uint64_t>(predicted.largest_frame));
   return r;
+}
+
+std::string read_replica_state(caf::blocking_actor* self, const replica_actor& replica,
+                               std::chrono::milliseconds timeout) {
+  // A refused read answers nothing, which reads as an empty state.
+  return read_in_pieces(
+    [&](int64_t offset) {
+      std::pair<std::string, int64_t> out;
+      std::string err;
+      self->request(replica, timeout, state_atom::value, offset)
+        .receive([&](std::string& piece, int64_t total) { out = {std::move(piece), total}; },
+                 [&](caf::error& e) { err = self->system().render(e); });
+      if (!err.empty())
+        throw std::runtime_error(err);
+      return out;
+    },
+    "reading a replica's state");
 }
 
 } // namespace asteroid::actors

@@ -55,7 +55,8 @@ using planner::read_required;
 
 replica_spec read_spec(const json& j) {
   json_field f{"replica spec", ""};
-  // "restore_version": the supervisor's word to its node, left in the spec.
+  // "restore_version", "state_upload": the supervisor's word to its node
+  // (where the state comes from), left in the spec.
   planner::check_keys(j, f,
                       {"model", "model_options", "stage", "num_stages",
                        "replica", "first_layer", "end_layer", "batch_size",
@@ -63,7 +64,7 @@ replica_spec read_spec(const json& j) {
                        "stream", "loss", "optimizer", "credit_window",
                        "slowdown", "label", "recv_timeout_ms", "generation",
                        "job", "snapshot_every", "restore_version",
-                       "memory_budget", "memory_committed", "compute_device",
+                       "state_upload", "memory_budget", "memory_committed", "compute_device",
                        "activation_codec",
                        "gradient_codec", "error_feedback", "all_reduce_codec"});
   replica_spec s;

@@ -109,6 +109,8 @@ struct replica_state {
   /// protocol.hpp's table).
   caf::actor supervisor;
   device_actor home;   ///< this node's device actor: local snapshots
+  /// The state a piecewise read (`ast_state`) is under way of.
+  std::shared_ptr<const std::string> state_read;
   device_actor backup; ///< the device keeping this stage's replica
   /// The processes of the peers the supervisor named: credits may come
   /// from them too.

@@ -10,6 +10,7 @@
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 #include "job_claim.hpp"
+#include "upload_in_pieces.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -283,11 +284,30 @@ void deploy(server_self self) {
         wire(self);
       }
     };
-    self
-      ->request(st.devices[stage.device], milliseconds(st.opts.request_timeout_ms),
-                serve_atom::value, to_json(spec).dump(), std::move(weights))
-      .then([=](std::string& err, caf::actor& a) mutable { on(err, a); },
-            [=](caf::error& err) mutable { on(self->system().render(err), caf::actor{}); });
+    auto device = st.devices[stage.device];
+    const auto timeout = milliseconds(st.opts.request_timeout_ms);
+    auto build = [=](json spec_json, std::string state) mutable {
+      self->request(device, timeout, serve_atom::value, spec_json.dump(), std::move(state))
+        .then([=](std::string& err, caf::actor& a) mutable { on(err, a); },
+              [=](caf::error& err) mutable { on(self->system().render(err), caf::actor{}); });
+    };
+    if (static_cast<int64_t>(weights.size()) <= state_piece_bytes) {
+      build(to_json(spec), std::move(weights));
+      continue;
+    }
+    // Large weights go in pieces first (state_uploads.hpp: as one message
+    // they would hold the server's heartbeats to that node back).
+    const auto id = ++st.uploads;
+    detail::upload_in_pieces(
+      self, device, std::make_shared<const std::string>(std::move(weights)), id, timeout,
+      [=] { return self->state.generation == generation && !ended(self->state); },
+      [=](const std::string& err) mutable {
+        if (!err.empty())
+          return on(err, caf::actor{});
+        auto j = to_json(spec);
+        j["state_upload"] = id;
+        build(std::move(j), std::string{});
+      });
   }
 }
 

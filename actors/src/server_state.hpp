@@ -56,6 +56,8 @@ struct server_state {
   /// output of an older pipeline (a request it computed before the loss,
   /// answered again by the new one) is dropped.
   int64_t generation = 1;
+  /// Numbers the stage weights this server sends to nodes in pieces.
+  int64_t uploads = 0;
   std::optional<planner::model_profile> profile;
   std::optional<server_clock::time_point> recovering_since;
   /// The server's clock (ticks: heartbeats, timeouts), from the claim until

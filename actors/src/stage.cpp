@@ -1,6 +1,9 @@
 #include "asteroid/actors/stage.hpp"
 
+#include "asteroid/actors/state_uploads.hpp"
+
 #include "unexpected.hpp"
+#include "upload_in_pieces.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -37,6 +40,8 @@ struct stage_actor_state {
   std::set<int> unreachable;
   /// Devices watched for a closed connection, by address.
   std::map<caf::actor_addr, int> watched;
+  /// Numbers the stage states this actor sends in pieces.
+  int64_t uploads = 0;
   bool stopping = false;
   static inline const char* name = "asteroid.stage";
 };
@@ -97,22 +102,63 @@ void member_ready(stage_self self, const run_ptr& run, size_t i, replica_actor r
   run->promise.deliver(std::string{}, run->replicas, report.dump());
 }
 
+std::string deploying(const run_ptr& run, size_t i) {
+  const auto& m = run->plan.members[i];
+  return "deploying stage " + std::to_string(run->plan.stage) + " replica "
+         + std::to_string(m.replica) + " on " + m.spec.value("label", std::string{});
+}
+
+/// Watches member i's device: a closed connection ends the wait for it.
+device_actor watch_device(stage_self self, const run_ptr& run, size_t i) {
+  auto device = caf::actor_cast<device_actor>(run->devices[i]);
+  if (self->state.watched.emplace(device.address(), run->plan.members[i].device).second)
+    self->monitor(device);
+  return device;
+}
+
+void ask_build(stage_self self, const run_ptr& run, size_t i, int64_t upload_id);
+
 void build(stage_self self, const run_ptr& run, size_t i) {
+  const bool local = run->plan.members[i].restore_version >= 0;
+  if (local || static_cast<int64_t>(run->state->size()) <= state_piece_bytes)
+    return ask_build(self, run, i, -1);
+  // In pieces (state_uploads.hpp: as one message it would hold the
+  // supervisor's heartbeats to that node back for as long as it crosses
+  // the link), then the build that takes them.
+  const auto id = ++self->state.uploads;
+  detail::upload_in_pieces(
+    self, watch_device(self, run, i), run->state, id,
+    milliseconds(run->plan.members[i].build_timeout_ms),
+    [=] {
+      if (!stale(self, run))
+        return true;
+      quit_when_settled(self);
+      return false;
+    },
+    [=](const std::string& err) {
+      if (!err.empty())
+        return run->fail(deploying(run, i) + ": " + err);
+      ask_build(self, run, i, id);
+    });
+}
+
+/// Asks member i's device for its replica, with the state in the message,
+/// from the node's snapshots, or from upload `upload_id` (>= 0).
+void ask_build(stage_self self, const run_ptr& run, size_t i, int64_t upload_id) {
   const auto& m = run->plan.members[i];
   auto spec = m.spec;
   bool local = m.restore_version >= 0;
   if (local)
     spec["restore_version"] = m.restore_version;
-  auto what = "deploying stage " + std::to_string(run->plan.stage) + " replica "
-              + std::to_string(m.replica) + " on " + spec.value("label", std::string{});
-  auto device = caf::actor_cast<device_actor>(run->devices[i]);
+  if (upload_id >= 0)
+    spec["state_upload"] = upload_id;
+  auto what = deploying(run, i);
+  auto device = watch_device(self, run, i);
   auto at = m.device;
   ++self->state.builds_pending[at];
-  if (self->state.watched.emplace(device.address(), at).second)
-    self->monitor(device);
   self
     ->request(device, milliseconds(m.build_timeout_ms), deploy_atom::value,
-              spec.dump(), local ? std::string{} : *run->state)
+              spec.dump(), local || upload_id >= 0 ? std::string{} : *run->state)
     .then(
       [=](std::string& err, caf::actor& built) {
         --self->state.builds_pending[at];

@@ -224,6 +224,10 @@ private:
   /// Stops every stage actor, and with them their replicas.
   void stop_replicas();
   std::map<int, json> inventories();
+  /// Snapshot `key` at `version` from node `holder`, read in pieces
+  /// (state_uploads.hpp says why); throws naming `what`.
+  std::string read_snapshot(int holder, const std::string& key, int64_t version,
+                            const std::string& what);
   serialization::named_tensors fetch_full_state(
     const std::map<int, json>& inv, int64_t version);
   serialization::named_tensors gather_full_state();

@@ -10,6 +10,7 @@
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage.hpp"
 #include "asteroid/actors/stage_state.hpp"
+#include "asteroid/actors/state_uploads.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/plan_patch.hpp"
@@ -71,7 +72,7 @@ void supervisor::settle_abandoned(int64_t step) {
         for (auto& [d, n] : abandoned_)
           if (n > 0 && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
             from = d;
-        if (from < 0 || !x.content().match_elements<std::string, std::string>())
+        if (from < 0 || !x.content().match_elements<std::string, std::string, int64_t>())
           return caf::skip;
         --abandoned_[from];
         return caf::message{};
@@ -495,6 +496,20 @@ std::map<int, json> supervisor::inventories() {
   return out;
 }
 
+std::string supervisor::read_snapshot(int holder, const std::string& key,
+                                      int64_t version, const std::string& what) {
+  return read_in_pieces(
+    [&](int64_t offset) {
+      auto reply = ask<std::string, std::string, int64_t>(
+        holder, devices_[holder], milliseconds(job_.step_timeout_ms), what,
+        fetch_atom::value, key, version, offset);
+      if (!reply.get_as<std::string>(0).empty())
+        throw std::runtime_error(what + ": " + reply.get_as<std::string>(0));
+      return std::make_pair(reply.get_as<std::string>(1), reply.get_as<int64_t>(2));
+    },
+    what);
+}
+
 serialization::named_tensors supervisor::fetch_full_state(
   const std::map<int, json>& inv, int64_t version) {
   const int L = static_cast<int>(model_->size());
@@ -522,12 +537,7 @@ serialization::named_tensors supervisor::fetch_full_state(
                                + std::to_string(at) + " at step "
                                + std::to_string(version));
     auto what = "fetching snapshot " + key + " from node " + who(holder);
-    auto reply = ask<std::string, std::string>(holder, devices_[holder],
-                                               milliseconds(job_.step_timeout_ms),
-                                               what, fetch_atom::value, key, version);
-    if (!reply.get_as<std::string>(0).empty())
-      throw std::runtime_error(what + ": " + reply.get_as<std::string>(0));
-    const auto& bytes = reply.get_as<std::string>(1);
+    auto bytes = read_snapshot(holder, key, version, what);
     for (auto& [name, t] : serialization::decode_tensors(bytes))
       if (seen.insert(name).second)
         full.emplace_back(name, t);
@@ -537,14 +547,13 @@ serialization::named_tensors supervisor::fetch_full_state(
 }
 
 serialization::named_tensors supervisor::state_of(const replica_ref& r) {
-  std::string bytes, err;
-  self_->request(r.handle, milliseconds(job_.step_timeout_ms), state_atom::value)
-    .receive([&](std::string& b) { bytes = std::move(b); },
-             [&](caf::error& e) { err = sys_.render(e); });
-  if (!err.empty())
+  try {
+    return serialization::decode_tensors(
+      read_replica_state(self_.ptr(), r.handle, milliseconds(job_.step_timeout_ms)));
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error("collecting stage " + std::to_string(r.stage)
-                             + " state from node " + who(r.device) + ": " + err);
-  return serialization::decode_tensors(bytes);
+                             + " state from node " + who(r.device) + ": " + e.what());
+  }
 }
 
 serialization::named_tensors supervisor::gather_full_state() {

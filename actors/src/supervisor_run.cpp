@@ -64,6 +64,7 @@ job_result supervisor::run() {
   // A device lost before the first step: the plan is patched around it as
   // for a loss at step 0 (nothing to replay; the weights are the model's).
   const auto first_plan = plan_;
+  const auto deploy_began = clock::now();
   deploy_surviving(
     [&]() -> std::pair<planner::plan, state_source> {
       if (dead_.empty()) {
@@ -83,6 +84,10 @@ job_result supervisor::run() {
       return {next, resumed};
     },
     first_step);
+  // Building every replica and moving the stage states to them: on slow
+  // links most of a large model's start (docs/runtime.md, "Deployment").
+  const auto deploy_s = seconds_between(deploy_began, clock::now());
+  spdlog::info("deployed in {:.2f} s", deploy_s);
   for (size_t d = 0; d < devices_.size(); ++d) {
     trace_.process_names[static_cast<int>(d)] = name_of(static_cast<int>(d));
     trace_.thread_names[{static_cast<int>(d), 999}] = "faults";
@@ -95,6 +100,7 @@ job_result supervisor::run() {
                           {"replicas", num_replicas_},
                           {"steps", total_steps},
                           {"first_step", first_step},
+                          {"deploy_s", deploy_s},
                           {"resumed_from", job_.resume_from},
                           {"recovery", ft().recovery}});
   result_.plan = plan_;

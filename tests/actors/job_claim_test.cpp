@@ -54,6 +54,33 @@ struct program {
                [&](caf::error& e) { out = sys->render(e); });
     return out;
   }
+  /// The same read in pieces (`ast_fetch` with offsets): error, the bytes.
+  std::pair<std::string, std::string> fetch_in_pieces(const std::string& key,
+                                                      int64_t version) {
+    std::pair<std::string, std::string> out;
+    for (int64_t total = -1;
+         out.first.empty() && (total < 0 || static_cast<int64_t>(out.second.size()) < total);)
+      (*self)->request(node, timeout, actors::fetch_atom::value, key, version,
+                       static_cast<int64_t>(out.second.size()))
+        .receive(
+          [&](std::string& e, std::string& piece, int64_t n) {
+            out.first = e;
+            out.second += piece;
+            total = n;
+            if (e.empty() && piece.empty())
+              out.first = "an empty piece";
+          },
+          [&](caf::error& e) { out.first = sys->render(e); });
+    return out;
+  }
+  /// Error of a state upload's piece.
+  std::string upload(int64_t id, int64_t total, int64_t offset, const std::string& piece) {
+    std::string out = "no reply";
+    (*self)->request(node, timeout, actors::upload_atom::value, id, total, offset, piece)
+      .receive([&](std::string& e) { out = e; },
+               [&](caf::error& e) { out = sys->render(e); });
+    return out;
+  }
   void snapshot(int64_t job, const std::string& key, int64_t version) {
     serialization::tensor_message m;
     m.kind = serialization::tensor_kind::snapshot;
@@ -113,8 +140,25 @@ TEST_CASE("a node serves one job: a stranger's claim, control messages and "
   CHECK_THAT(stranger.fetch("L0-1", 3),
              Catch::Contains("node0 refused a snapshot read: a message from "
                              "process"));
+  CHECK_THAT(stranger.fetch_in_pieces("L0-1", 3).first,
+             Catch::Contains("node0 refused a snapshot read: a message from "
+                             "process"));
+  CHECK_THAT(stranger.upload(1, 10, 0, "x"),
+             Catch::Contains("node0 refused a state upload: a message from process"));
   CHECK_THAT(stranger.deploy(), Catch::Contains("node0 refused a deployment: a "
                                                  "message from process"));
+  // The job's own: read in pieces as whole, and uploads bounded by the
+  // node's memory budget.
+  auto [read_error, read] = job->fetch_in_pieces("L0-1", 3);
+  CHECK(read_error.empty());
+  auto tensors = serialization::decode_tensors(read);
+  REQUIRE(tensors.size() == 1);
+  CHECK(torch::equal(tensors[0].second, torch::ones({4})));
+  CHECK_THAT(job->upload(1, int64_t{1} << 40, 0, "x"),
+             Catch::Contains("node0 refused a stage state of 1024.00 GiB: more than its "
+                             "memory budget of"));
+  CHECK(job->upload(2, 2, 0, "x").empty());
+  CHECK_THAT(job->upload(2, 2, 5, "y"), Catch::Contains("where 1 bytes have arrived"));
   auto [profile, probe] = stranger.profile_and_probe();
   CHECK_THAT(profile, Catch::Contains("node0 refused a profile request: a message "
                                       "from process"));

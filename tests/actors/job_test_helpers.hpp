@@ -27,9 +27,10 @@ inline std::shared_ptr<data::dataset> synthetic(int64_t count) {
   return data::make_dataset("synthetic-images", o);
 }
 
-inline models::sequential_model fresh_model(const std::string& name, uint64_t seed) {
+inline models::sequential_model fresh_model(const std::string& name, uint64_t seed,
+                                            const json& options = json::object()) {
   torch::manual_seed(seed);
-  return training::build_model(name, json::object());
+  return training::build_model(name, options);
 }
 
 /// Single-device training on the same data order and loss. `accumulate` > 1 runs each
@@ -38,7 +39,7 @@ inline models::sequential_model fresh_model(const std::string& name, uint64_t se
 inline models::sequential_model reference(const actors::job_spec& job,
                                    const data::dataset& train,
                                    int accumulate = 1) {
-  auto model = fresh_model(job.model, job.seed);
+  auto model = fresh_model(job.model, job.seed, job.model_options);
   model->train();
   auto opt = training::make_optimizer(job.optimizer, model->parameters());
   data::sampler order{train.size(), job.seed};
@@ -123,8 +124,9 @@ inline actors::job_result run_on_cluster(actors::job_spec job,
   actors::configure(cfg);
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
-  return actors::run_job(sys, job, devices, fresh_model(job.model, job.seed),
-                         train, nullptr);
+  return actors::run_job(sys, job, devices,
+                         fresh_model(job.model, job.seed, job.model_options), train,
+                         nullptr);
 }
 
 /// An actor system with `n` devices in this process, each emulated

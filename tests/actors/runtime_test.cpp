@@ -590,9 +590,8 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   caf::anon_send(replica, actors::slow_atom::value, int32_t{5000});
   caf::anon_send(replica, actors::start_atom::value, int64_t{0},
                  std::vector<caf::actor>{});
-  std::string state;
-  self->request(replica, timeout, actors::state_atom::value)
-    .receive([&](std::string& s) { state = s; }, [&](caf::error&) {});
+  auto state = actors::read_replica_state(
+    self.ptr(), caf::actor_cast<actors::replica_actor>(replica), timeout);
   int weight_entries = 0;
   for (auto& [name, t] : serialization::decode_tensors(state))
     weight_entries += name.rfind("w/", 0) == 0;

@@ -246,6 +246,9 @@ TEST_CASE("serve: bert_small over 4 node processes (TLS, data plane) equals "
   auto r = actors::run_serve(sys, spec, devices, model, actors::request_source::of(inputs));
   CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
   CHECK(r.requests == 12);
+  // The embedding stage's weights (62 MB) went to its node in pieces
+  // (state_uploads.hpp), and arrived whole.
+  CHECK_THAT(slurp(cluster.log_path(0)), Catch::Contains("sent in pieces"));
   // The stages sent to each other on the data plane, the last one back to
   // the server in CAF messages.
   REQUIRE(r.stats["stages"].size() == 4);
@@ -344,18 +347,34 @@ TEST_CASE("serve: requests beyond the window and max_waiting are refused, naming
 TEST_CASE("serve: a node whose budget cannot hold its stage refuses it, naming the "
           "stage, the predicted bytes and the budget",
           "[serve]") {
-  in_process env{2, 1.0, {int64_t{4} << 30, int64_t{64} << 10}};
   auto spec = spec_for("cnn", 8);
   spec.plan = one_stage_per_layer_group({{0, 2}, {2, 4}});
   auto model = fresh_model("cnn", 1);
+  {
+    // Stage 0's weights (73 KiB) travel with the deployment; the node
+    // predicts the stage's footprint and refuses it.
+    in_process env{2, 1.0, {int64_t{64} << 10, int64_t{4} << 30}};
+    try {
+      actors::run_serve(*env.sys, spec, env.devices, model,
+                        actors::request_source::of(random_requests(model, 2, 8)));
+      FAIL("served although node 0's budget is 64 KiB");
+    } catch (const std::runtime_error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("inference stage 0 (layers [0, 2)")
+                             && Catch::Contains("predicted to need")
+                             && Catch::Contains("memory budget is 64.0 KiB"));
+    }
+  }
+  // Stage 1's weights (1.5 MiB) go in pieces first (state_uploads.hpp): the
+  // node refuses the first piece, for more bytes than its whole budget.
+  in_process env{2, 1.0, {int64_t{4} << 30, int64_t{64} << 10}};
   try {
     actors::run_serve(*env.sys, spec, env.devices, model,
                       actors::request_source::of(random_requests(model, 2, 8)));
     FAIL("served although node 1's budget is 64 KiB");
   } catch (const std::runtime_error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("inference stage 1 (layers [2, 4)")
-                           && Catch::Contains("predicted to need")
-                           && Catch::Contains("memory budget is 64.0 KiB"));
+    CHECK_THAT(e.what(), Catch::Contains("deploying stage 1")
+                           && Catch::Contains("refused a stage state of 1.5 MiB: more than "
+                                              "its memory budget of 64.0 KiB leaves"));
   }
 }
 

@@ -64,6 +64,7 @@ using reset_atom = caf::atom_constant<caf::atom("ast_reset")>;
 using hog_atom = caf::atom_constant<caf::atom("ast_hog")>;
 using serve_atom = caf::atom_constant<caf::atom("ast_serve")>;
 using stats_atom = caf::atom_constant<caf::atom("ast_stats")>;
+using upload_atom = caf::atom_constant<caf::atom("ast_upload")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {
@@ -109,8 +110,18 @@ using device_actor = caf::typed_actor<
   /// Job `job` is done with this node: its snapshots are dropped and the
   /// node is free.
   caf::reacts_to<release_atom, int64_t>,
-  /// A snapshot of a layer range at a version: error, encoded stage state.
+  /// A snapshot of a layer range at a version: error, encoded stage state
+  /// (for the node's own replicas: one message, within the process).
   caf::replies_to<fetch_atom, std::string, int64_t>::with<std::string, std::string>,
+  /// The same read in pieces, for another process (state_uploads.hpp says
+  /// why): range key, version, offset -> error, at most
+  /// `state_piece_bytes` from the offset, the snapshot's total size.
+  caf::replies_to<fetch_atom, std::string, int64_t, int64_t>::with<std::string, std::string,
+                                                                 int64_t>,
+  /// A piece of a stage state for a deployment to come (upload number,
+  /// total bytes, offset, at most `state_piece_bytes`): error. Pieces come
+  /// in order; a deployment names the upload ("state_upload" in its spec).
+  caf::replies_to<upload_atom, int64_t, int64_t, int64_t, std::string>::with<std::string>,
   /// Profiles a model here (request JSON): error, profile JSON.
   caf::replies_to<profile_atom, std::string>::with<std::string, std::string>,
   /// Times the link to the node at endpoint (bytes, repeats, probe_path,
@@ -127,8 +138,9 @@ using device_actor = caf::typed_actor<
   /// else why not.
   caf::replies_to<hog_atom, int64_t>::with<std::string>,
   /// Builds a replica (spec JSON, encoded state; empty state and the spec's
-  /// restore_version: from this node's snapshots) for the job that holds
-  /// the node (the spec names it): error, replica.
+  /// restore_version: from this node's snapshots; empty state and the
+  /// spec's state_upload: from that upload of the sender's) for the job
+  /// that holds the node (the spec names it): error, replica.
   caf::replies_to<deploy_atom, std::string, std::string>::with<std::string, caf::actor>,
   /// Builds a stage of an inference pipeline (inference_spec JSON, encoded
   /// weights of its layers) for the job that holds the node: error, stage
@@ -163,8 +175,11 @@ using replica_actor = caf::typed_actor<
   /// A new spec (JSON) for a kept replica, replaying from `version`:
   /// error, restored version (-1: its state was kept).
   caf::replies_to<reconf_atom, std::string, int64_t>::with<std::string, int64_t>,
-  /// Its encoded stage state (weights and optimizer state).
-  caf::replies_to<state_atom>::with<std::string>,
+  /// Its encoded stage state (weights and optimizer state), in pieces
+  /// (state_uploads.hpp says why; `read_replica_state` reads them all):
+  /// offset -> at most `state_piece_bytes` from it, the state's total size.
+  /// Offset 0 captures the state; later pieces come from that capture.
+  caf::replies_to<state_atom, int64_t>::with<std::string, int64_t>,
   /// New emulated slowdown (permille >= 1000).
   caf::reacts_to<slow_atom, int32_t>,
   /// Its own receive-timeout check, once a second.

@@ -42,4 +42,11 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
                             caf::node_id supervisor_node = {},
                             replica_footprint* footprint = nullptr);
 
+/// The encoded stage state of `replica` (weights and optimizer state), read
+/// piece by piece (`ast_state`), each piece within `timeout`. Throws
+/// std::runtime_error with CAF's error, or naming what the replica sent
+/// that does not add up.
+std::string read_replica_state(caf::blocking_actor* self, const replica_actor& replica,
+                               std::chrono::milliseconds timeout);
+
 } // namespace asteroid::actors
