@@ -350,32 +350,29 @@ TEST_CASE("serve: a node whose budget cannot hold its stage refuses it, naming t
   auto spec = spec_for("cnn", 8);
   spec.plan = one_stage_per_layer_group({{0, 2}, {2, 4}});
   auto model = fresh_model("cnn", 1);
-  {
-    // Stage 0's weights (73 KiB) travel with the deployment; the node
-    // predicts the stage's footprint and refuses it.
-    in_process env{2, 1.0, {int64_t{64} << 10, int64_t{4} << 30}};
+  // What serving on two in-process nodes with these budgets fails with.
+  auto refusal = [&](std::vector<int64_t> budgets) -> std::string {
+    in_process env{2, 1.0, budgets};
     try {
       actors::run_serve(*env.sys, spec, env.devices, model,
                         actors::request_source::of(random_requests(model, 2, 8)));
-      FAIL("served although node 0's budget is 64 KiB");
     } catch (const std::runtime_error& e) {
-      CHECK_THAT(e.what(), Catch::Contains("inference stage 0 (layers [0, 2)")
-                             && Catch::Contains("predicted to need")
-                             && Catch::Contains("memory budget is 64.0 KiB"));
+      return e.what();
     }
-  }
+    return "served although a node's budget is 64 KiB";
+  };
+  // Stage 0's weights (73 KiB) travel with the deployment; the node
+  // predicts the stage's footprint and refuses it.
+  CHECK_THAT(refusal({int64_t{64} << 10, int64_t{4} << 30}),
+             Catch::Contains("inference stage 0 (layers [0, 2)")
+               && Catch::Contains("predicted to need")
+               && Catch::Contains("memory budget is 64.0 KiB"));
   // Stage 1's weights (1.5 MiB) go in pieces first (state_uploads.hpp): the
   // node refuses the first piece, for more bytes than its whole budget.
-  in_process env{2, 1.0, {int64_t{4} << 30, int64_t{64} << 10}};
-  try {
-    actors::run_serve(*env.sys, spec, env.devices, model,
-                      actors::request_source::of(random_requests(model, 2, 8)));
-    FAIL("served although node 1's budget is 64 KiB");
-  } catch (const std::runtime_error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("deploying stage 1")
-                           && Catch::Contains("refused a stage state of 1.5 MiB: more than "
-                                              "its memory budget of 64.0 KiB leaves"));
-  }
+  CHECK_THAT(refusal({int64_t{4} << 30, int64_t{64} << 10}),
+             Catch::Contains("deploying stage 1")
+               && Catch::Contains("refused a stage state of 1.5 MiB: more than its memory "
+                                  "budget of 64.0 KiB leaves"));
 }
 
 TEST_CASE("serve: without recovery, a node killed while requests stream fails every "
