@@ -3,11 +3,12 @@
 /// Stage states a node receives in pieces before the deployment that uses
 /// them (`ast_upload`, then `ast_deploy` naming the upload).
 ///
-/// Why pieces: a stage state is tens to hundreds of MiB (ResNet-50's first
-/// half: 90 MiB of weights), and CAF sends one message on a connection
-/// before the next. As one message it held the supervisor's heartbeats to
-/// that node behind it for as long as it took to cross the link (8 s at
-/// 100 Mbit/s), and the node was counted lost while it was being deployed.
+/// Why pieces: a stage state is tens to hundreds of MiB (ResNet-50's layers
+/// 9-18: 79 MiB of weights, twice that with momentum), and CAF sends one
+/// message on a connection before the next. As one message it held the
+/// supervisor's heartbeats to that node behind it for as long as it took
+/// to cross the link (6.6 s for those weights at 100 Mbit/s), and the node
+/// was counted lost while it was being deployed.
 /// Sent as pieces of at most `state_piece_bytes`, each after the last was
 /// answered, a heartbeat waits behind one piece at most.
 ///
