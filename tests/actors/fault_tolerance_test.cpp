@@ -446,6 +446,34 @@ TEST_CASE("a device lost during the first deployment, killed or hung "
   }
 }
 
+TEST_CASE("a device lost while its stage's state goes to it in pieces: the plan "
+          "is patched around it before step 0 (mlp 1024-512, 3 processes)") {
+  // The kill lands as the first deployment begins, whose stage states
+  // (3.2 MB and 2.1 MB) go to their nodes in pieces (state_uploads.hpp):
+  // what was sent to the lost node is abandoned with that deployment, and
+  // the patched plan's states go in pieces again.
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 1, {0, 1}, {3, 5}},
+                                               {1, 3, {2}, {8}}}));
+  job.model_options = {{"hidden_sizes", {1024, 512}}};
+  job.max_steps = 6;
+  auto at_start = fault(1, 0, "kill");
+  at_start.when = "start";
+  job.faults = {at_start};
+  actors::local_cluster cluster{cluster_options(3, 27445)};
+  auto train = synthetic(job.batch_size * job.max_steps);
+  auto r = run_on_cluster(job, cluster, train);
+  CHECK(r.steps == job.max_steps);
+  auto diff = max_abs_diff(r.model, reference(job, *train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  auto* lost = find_event(r, "lost_during_deployment");
+  REQUIRE(lost);
+  CHECK((*lost)["node"] == "node1");
+  REQUIRE(r.plan.num_stages() >= 1);
+  CHECK(r.plan.stages[0].devices == std::vector<int>{0});
+  CHECK_THAT(slurp(cluster.log_path(0)), Catch::Contains("sent in pieces"));
+}
+
 TEST_CASE("a hung (SIGSTOP) node is detected within interval x misses + 1 s "
           "and the job goes on without it") {
   auto job = base_job("mlp", make_plan(16, 2, {{0, 2, {0, 1}, {3, 5}},
