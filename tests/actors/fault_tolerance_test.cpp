@@ -54,6 +54,20 @@ actors::fault_spec fault(int node, int64_t step, const std::string& action,
   return f;
 }
 
+/// Checks a job that lost `node` while it first deployed: every step ran,
+/// the weights equal single-device training; returns the loss's record.
+const json* lost_before_step_0(const actors::job_result& r, const actors::job_spec& job,
+                               const data::dataset& train, const std::string& node) {
+  CHECK(r.steps == job.max_steps);
+  auto diff = max_abs_diff(r.model, reference(job, train));
+  INFO("max abs diff " << diff);
+  CHECK(diff < 1e-4);
+  auto* lost = find_event(r, "lost_during_deployment");
+  REQUIRE(lost);
+  CHECK((*lost)["node"] == node);
+  return lost;
+}
+
 /// Runs `job` on a fresh cluster, compares with the single-device run and
 /// prints what recovery did.
 actors::job_result run_and_compare(actors::job_spec job, int nodes,
@@ -427,13 +441,7 @@ TEST_CASE("a device lost during the first deployment, killed or hung "
   auto r = run_on_cluster(job, cluster, train);
   if (at_start.action == "stop")
     ::kill(cluster.pids()[3], SIGCONT); // let it exit cleanly
-  CHECK(r.steps == job.max_steps);
-  auto diff = max_abs_diff(r.model, reference(job, *train));
-  INFO("max abs diff " << diff);
-  CHECK(diff < 1e-4);
-  auto* lost = find_event(r, "lost_during_deployment");
-  REQUIRE(lost);
-  CHECK((*lost)["node"] == "node3");
+  auto* lost = lost_before_step_0(r, job, *train, "node3");
   REQUIRE(r.plan.num_stages() == 2);
   CHECK(r.plan.stages[1].devices == std::vector<int>{2});
   CHECK(r.plan.stages[1].shares == std::vector<int64_t>{8});
@@ -462,13 +470,7 @@ TEST_CASE("a device lost while its stage's state goes to it in pieces: the plan 
   actors::local_cluster cluster{cluster_options(3, 27445)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
-  CHECK(r.steps == job.max_steps);
-  auto diff = max_abs_diff(r.model, reference(job, *train));
-  INFO("max abs diff " << diff);
-  CHECK(diff < 1e-4);
-  auto* lost = find_event(r, "lost_during_deployment");
-  REQUIRE(lost);
-  CHECK((*lost)["node"] == "node1");
+  lost_before_step_0(r, job, *train, "node1");
   REQUIRE(r.plan.num_stages() >= 1);
   CHECK(r.plan.stages[0].devices == std::vector<int>{0});
   CHECK_THAT(slurp(cluster.log_path(0)), Catch::Contains("sent in pieces"));
