@@ -125,12 +125,13 @@ framework_steps framework_step_s(const std::string& model_name,
 // -- 2. transfers -----------------------------------------------------------------
 
 /// iperf3 (the Debian package) over loopback: a one-off server on `port`
-/// and a client sending for `seconds` in writes of `write_bytes` (iperf3
-/// allows at most 1 MiB per write); bits received per second from its JSON
-/// report, in bytes per second. 0 (and a message) when iperf3 is missing or
-/// fails. Every wait is bounded: the server is killed if it has not exited
-/// 10 s after the client.
-double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds) {
+/// and a client sending for `seconds` (or, with `total_bytes` > 0, that
+/// many bytes: `-n`) in writes of `write_bytes` (iperf3 allows at most
+/// 1 MiB per write); bits received per second from its JSON report, in
+/// bytes per second. 0 (and a message) when iperf3 is missing or fails.
+/// Every wait is bounded: the server is killed if it has not exited 10 s
+/// after the client.
+double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds, int64_t total_bytes = 0) {
   write_bytes = std::min<int64_t>(write_bytes, int64_t{1} << 20);
   if (std::system("command -v iperf3 > /dev/null 2>&1") != 0) {
     std::fprintf(stderr, "runtime_bench: iperf3 is not installed (scripts/setup.sh "
@@ -156,9 +157,10 @@ double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds) {
   std::string error;
   for (int attempt = 0; attempt < 30 && Bps == 0; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto cmd = "iperf3 -c 127.0.0.1 -p " + std::to_string(port) + " -t " +
-               std::to_string(seconds) + " -l " + std::to_string(write_bytes) +
-               " -J 2>/dev/null";
+    auto amount = total_bytes > 0 ? " -n " + std::to_string(total_bytes)
+                                  : " -t " + std::to_string(seconds);
+    auto cmd = "iperf3 -c 127.0.0.1 -p " + std::to_string(port) + amount + " -l " +
+               std::to_string(write_bytes) + " -J 2>/dev/null";
     std::string out;
     if (auto* f = ::popen(cmd.c_str(), "r")) {
       char buf[4096];
@@ -348,17 +350,20 @@ int main(int argc, char** argv) {
   std::printf("\nStreams of tensor-sized messages on loopback, node process to node "
               "process (data plane and CAF, plain TCP and TLS with the cluster's "
               "credentials) and iperf3 (3 s, writes of the tensor size up to iperf3's "
-              "1 MiB, one persistent connection): bandwidth = stream bytes / time until the last echo, "
+              "1 MiB, one persistent connection; and the stream's bytes, -n, on a fresh "
+              "connection): bandwidth = stream bytes / time until the last echo, "
               "fastest of %d interleaved streams per path; goal: data plane >= 0.9 x "
               "iperf3\n\n| size | messages per stream | data plane MB/s | TLS data "
               "plane MB/s | TLS / plain data plane | CAF 0.17 message MB/s | TLS CAF "
-              "MB/s | iperf3 MB/s | data plane / iperf3 | CAF / iperf3 |\n"
-              "|---|---|---|---|---|---|---|---|---|---|\n",
+              "MB/s | iperf3 MB/s | data plane / iperf3 | CAF / iperf3 | iperf3, the "
+              "stream's bytes, MB/s | data plane / that |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
               repeats);
   for (int64_t mib : {1, 16}) {
     auto bytes = mib << 20;
     auto count = stream_count(bytes);
-    double dp_bw = 0, tls_dp_bw = 0, caf_bw = 0, tls_caf_bw = 0, anchor_bw = 0;
+    double dp_bw = 0, tls_dp_bw = 0, caf_bw = 0, tls_caf_bw = 0, anchor_bw = 0,
+           same_bytes_bw = 0;
     for (int r = 0; r < repeats; ++r) {
       actors::link_probe_options lp;
       lp.bytes = bytes;
@@ -374,23 +379,29 @@ int main(int argc, char** argv) {
       auto c = stream(sys, devices[0], cluster.endpoints()[1], actors::probe_caf);
       auto tc = stream(tls_sys, tls_devices[0], tls_cluster.endpoints()[1],
                        actors::probe_caf);
-      auto t = iperf3_Bps(static_cast<uint16_t>(port + (mib == 1 ? 5 : 6)), bytes, 3);
+      const auto iperf3_port = static_cast<uint16_t>(port + (mib == 1 ? 5 : 6));
+      auto t = iperf3_Bps(iperf3_port, bytes, 3);
+      // The same bytes as one data-plane stream: a burst against a burst
+      // (a 3 s run reads higher than a 64 MiB one on this host).
+      auto tn = iperf3_Bps(iperf3_port, bytes, 0, bytes * count);
       std::fprintf(stderr, "%lld MiB stream %d: data plane %.1f, TLS data plane %.1f, "
-                           "CAF %.1f, TLS CAF %.1f, iperf3 %.1f MB/s\n",
+                           "CAF %.1f, TLS CAF %.1f, iperf3 %.1f, iperf3 -n %.1f MB/s\n",
                    static_cast<long long>(mib), r + 1, d / 1e6, td / 1e6, c / 1e6,
-                   tc / 1e6, t / 1e6);
+                   tc / 1e6, t / 1e6, tn / 1e6);
       dp_bw = std::max(dp_bw, d);
       tls_dp_bw = std::max(tls_dp_bw, td);
       caf_bw = std::max(caf_bw, c);
       tls_caf_bw = std::max(tls_caf_bw, tc);
       anchor_bw = std::max(anchor_bw, t);
+      same_bytes_bw = std::max(same_bytes_bw, tn);
     }
     std::printf("| %lld MiB | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.3f | "
-                "%.3f |\n",
+                "%.3f | %.1f | %.3f |\n",
                 static_cast<long long>(mib), count, dp_bw / 1e6, tls_dp_bw / 1e6,
                 dp_bw > 0 ? tls_dp_bw / dp_bw : 0.0, caf_bw / 1e6, tls_caf_bw / 1e6,
                 anchor_bw / 1e6, anchor_bw > 0 ? dp_bw / anchor_bw : 0.0,
-                anchor_bw > 0 ? caf_bw / anchor_bw : 0.0);
+                anchor_bw > 0 ? caf_bw / anchor_bw : 0.0, same_bytes_bw / 1e6,
+                same_bytes_bw > 0 ? dp_bw / same_bytes_bw : 0.0);
   }
   // Paced links: the same streams between two nodes whose data planes pace
   // what they send to a configured rate (the testbed's loopback fallback;
