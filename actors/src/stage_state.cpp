@@ -41,11 +41,8 @@ named_tensors capture_stage_state(const models::sequential_model& model,
                                   int first, int end,
                                   const torch::optim::Optimizer* opt) {
   named_tensors out;
-  // Host copies: what is captured goes to the wire or a file, and a copy on
-  // a GPU would hold the weights there twice until it is encoded.
   for (auto& [name, t] : model->range_state(first, end))
-    out.emplace_back("w/" + name, t.is_cuda() ? t.detach().to(torch::kCPU)
-                                              : t.detach().clone());
+    out.emplace_back("w/" + name, serialization::host_copy(t));
   if (!opt)
     return out;
   auto names = parameter_names(model, first, end);

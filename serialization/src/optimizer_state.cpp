@@ -1,5 +1,7 @@
 #include "asteroid/serialization/optimizer_state.hpp"
 
+#include "asteroid/serialization/tensor_wire.hpp"
+
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -52,12 +54,6 @@ std::vector<torch::Tensor> all_params(const torch::optim::Optimizer& opt) {
   return out;
 }
 
-// A copy the optimizer's in-place updates never reach, in host memory, where
-// every use of a captured state goes (the wire, a checkpoint file): a copy on
-// a GPU would hold the state there twice until it is encoded.
-torch::Tensor snapshot(const torch::Tensor& t) {
-  return t.is_cuda() ? t.detach().to(torch::kCPU) : t.detach().clone();
-}
 
 // Copy onto the parameter's device so the checkpoint struct is never aliased
 // (the optimizer updates its buffers in place).
@@ -154,14 +150,14 @@ optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt) {
     if (out.kind == "sgd") {
       const auto& s = static_cast<const SGDParamState&>(*it->second);
       if (s.momentum_buffer().defined())
-        out.tensors.emplace_back(prefix + "momentum_buffer", snapshot(s.momentum_buffer()));
+        out.tensors.emplace_back(prefix + "momentum_buffer", host_copy(s.momentum_buffer()));
     } else {
       const auto& s = static_cast<const AdamParamState&>(*it->second);
       out.tensors.emplace_back(prefix + "step", torch::tensor(s.step(), torch::kInt64));
-      out.tensors.emplace_back(prefix + "exp_avg", snapshot(s.exp_avg()));
-      out.tensors.emplace_back(prefix + "exp_avg_sq", snapshot(s.exp_avg_sq()));
+      out.tensors.emplace_back(prefix + "exp_avg", host_copy(s.exp_avg()));
+      out.tensors.emplace_back(prefix + "exp_avg_sq", host_copy(s.exp_avg_sq()));
       if (s.max_exp_avg_sq().defined())
-        out.tensors.emplace_back(prefix + "max_exp_avg_sq", snapshot(s.max_exp_avg_sq()));
+        out.tensors.emplace_back(prefix + "max_exp_avg_sq", host_copy(s.max_exp_avg_sq()));
     }
   }
   return out;

@@ -158,6 +158,10 @@ torch::Dtype dtype_from_code(std::uint8_t code) {
   throw wire_error("unknown dtype code " + std::to_string(code));
 }
 
+torch::Tensor host_copy(const torch::Tensor& t) {
+  return t.is_cuda() ? t.detach().to(torch::kCPU) : t.detach().clone();
+}
+
 namespace detail {
 
 void write_tensor_record(wire_writer& w, const torch::Tensor& t) {

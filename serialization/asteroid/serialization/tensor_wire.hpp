@@ -57,6 +57,12 @@ std::uint8_t dtype_code(torch::Dtype dtype);
 /// Returns the dtype for a wire code; throws "unknown dtype code N".
 torch::Dtype dtype_from_code(std::uint8_t code);
 
+/// A copy of `t` that nothing else writes to, in host memory: a clone of a
+/// CPU tensor, a device-to-host copy of a GPU one. What a captured state
+/// (weights, optimizer buffers) is made of: it goes to the wire or a file,
+/// and a copy on a GPU would hold it there twice until it is encoded.
+torch::Tensor host_copy(const torch::Tensor& t);
+
 /// Returns the exact number of bytes encode_tensor() produces for `t`.
 std::size_t encoded_size(const torch::Tensor& t);
 
