@@ -49,11 +49,7 @@ node_run run_on(const std::string& device, int threads, const std::string& model
   actors::local_cluster cluster{co};
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
-  planner::plan p;
-  p.planner = "bench";
-  p.batch_size = batch;
-  p.micro_batches = 1;
-  p.stages = {{0, static_cast<int>(model->size()), {0}, {batch}}};
+  auto p = bench::bench_plan(batch, 1, {{0, static_cast<int>(model->size()), {0}, {batch}}});
   auto job = bench::measuring_job(model_name, p, steps + warmup, cluster.endpoints());
   caf::actor_system_config cfg;
   actors::configure(cfg);

@@ -100,11 +100,8 @@ int main(int argc, char** argv) {
     probe = nullptr;
     for (auto M : micro_batches) {
       const int64_t share = batch / M;
-      planner::plan p;
-      p.planner = "bench";
-      p.batch_size = batch;
-      p.micro_batches = static_cast<int>(M);
-      p.stages = {{0, cut, {0}, {share}}, {cut, L, {1}, {share}}};
+      auto p = bench::bench_plan(batch, static_cast<int>(M),
+                                 {{0, cut, {0}, {share}}, {cut, L, {1}, {share}}});
       auto cluster = planner::cluster::uniform(
         "bench", {{"node0", "local", 1.0, int64_t{64} << 30, ""},
                   {"node1", "local", 1.0, int64_t{64} << 30, ""}},
