@@ -381,10 +381,15 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       if (refused("a state read", false))
         return {std::string{}, int64_t{0}}; // nothing of the state
       auto& read = self->state.state_read;
-      if (offset == 0 || !read)
+      if (offset == 0)
         read = std::make_shared<const std::string>(
           serialization::encode_tensors(capture_stage_state(
             e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get())));
+      else if (!read)
+        // No capture under way: a fresh one could hold other weights than
+        // the pieces already read (a step ran since), so the reader is told
+        // the total changed instead (read_in_pieces fails naming it).
+        return {std::string{}, int64_t{-1}};
       const auto total = static_cast<int64_t>(read->size());
       auto [piece, last] = piece_at(*read, offset);
       if (last)

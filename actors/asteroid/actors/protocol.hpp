@@ -178,7 +178,8 @@ using replica_actor = caf::typed_actor<
   /// Its encoded stage state (weights and optimizer state), in pieces
   /// (state_uploads.hpp says why; `read_replica_state` reads them all):
   /// offset -> at most `state_piece_bytes` from it, the state's total size.
-  /// Offset 0 captures the state; later pieces come from that capture.
+  /// Offset 0 captures the state; later pieces come from that capture (a
+  /// later offset with none under way answers a total of -1).
   caf::replies_to<state_atom, int64_t>::with<std::string, int64_t>,
   /// New emulated slowdown (permille >= 1000).
   caf::reacts_to<slow_atom, int32_t>,
