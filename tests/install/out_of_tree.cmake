@@ -9,6 +9,11 @@ function(run)
   endif()
 endfunction()
 
+# CMake reads a ':'-separated CMAKE_PREFIX_PATH from the environment after the
+# one given on the command line, so the install is found first.
+if(OUTER_PREFIX_PATH)
+  set(ENV{CMAKE_PREFIX_PATH} "${OUTER_PREFIX_PATH}")
+endif()
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G Ninja
     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")
