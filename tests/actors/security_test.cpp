@@ -16,6 +16,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,11 +32,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh folder under the test's temporary directory, removed afterwards.
+/// A fresh folder under the test's temporary directory, removed afterwards. The process id in
+/// its name keeps test cases that CTest runs in parallel out of each other's keys (with the
+/// same folder, one removed the keys another was reading: seen under `ctest -j12`).
 struct temp_dir {
   fs::path path;
   explicit temp_dir(const std::string& name)
-    : path(fs::path(ASTEROID_TEST_TMP) / ("security-" + name)) {
+    : path(fs::path(ASTEROID_TEST_TMP) /
+           ("security-" + name + "-" + std::to_string(::getpid()))) {
     fs::remove_all(path);
   }
   ~temp_dir() {
