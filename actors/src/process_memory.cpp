@@ -1,5 +1,7 @@
 #include "process_memory.hpp"
 
+#include "asteroid/training/memory_tracker.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -28,6 +30,14 @@ int64_t status_bytes(const char* field) {
 }
 
 std::atomic<int64_t> baseline{-1};
+std::atomic<int64_t> tensor_baseline{-1};
+
+// Installed at the first restart, as a node's device starts: before any job
+// allocates, so every tensor of a job passes through it.
+training::memory_tracker& tensors() {
+  static training::memory_tracker tracker;
+  return tracker;
+}
 
 } // namespace
 
@@ -39,6 +49,8 @@ void restart_peak_measurement() {
   // "5" resets VmHWM to the current resident size (proc(5), clear_refs).
   std::ofstream{"/proc/self/clear_refs"} << "5";
   baseline.store(resident_bytes());
+  tensors().reset_peak();
+  tensor_baseline.store(tensors().current_bytes());
 }
 
 int64_t job_peak_bytes() {
@@ -47,6 +59,13 @@ int64_t job_peak_bytes() {
   if (base < 0 || peak < 0)
     return -1;
   return std::max<int64_t>(0, peak - base);
+}
+
+int64_t tensor_job_peak_bytes() {
+  auto base = tensor_baseline.load();
+  if (base < 0)
+    return -1;
+  return std::max<int64_t>(0, tensors().peak_bytes() - base);
 }
 
 } // namespace asteroid::actors::detail

@@ -1,7 +1,7 @@
 #pragma once
-// How much memory this process holds, as the kernel counts it: what a node
-// reports as its measured peak next to its budget and its replicas'
-// predicted footprints.
+// How much memory this process holds, as the kernel counts it and as
+// LibTorch's CPU allocator counts it: what a node reports as its measured
+// peaks next to its budget and its replicas' predicted footprints.
 #include <cstdint>
 
 namespace asteroid::actors::detail {
@@ -26,5 +26,12 @@ void restart_peak_measurement();
 /// the job added, which the node's memory budget is for; -1 where the
 /// system does not say or no measurement was started.
 int64_t job_peak_bytes();
+
+/// The peak of the bytes LibTorch's CPU allocator held for tensors since the
+/// last restart_peak_measurement, above what it held then: the part of the
+/// resident mark that the planner's model predicts (weights, gradients,
+/// optimizer state, activations), without the heap's slack, the libraries and
+/// buffers outside LibTorch. -1 before the first restart.
+int64_t tensor_job_peak_bytes();
 
 } // namespace asteroid::actors::detail

@@ -282,6 +282,8 @@ void finish_step(replica_self* self) {
                         {"peak_rss_bytes", resident_peak_bytes()},
                         {"job_peak_bytes", on_gpu ? gpu.allocated_peak : job_peak_bytes()},
                         {"host_job_peak_bytes", job_peak_bytes()},
+                        {"tensor_peak_bytes",
+                         on_gpu ? gpu.allocated_peak : tensor_job_peak_bytes()},
                         {"device_reserved_peak_bytes", gpu.reserved_peak},
                         {"compute_device", e.spec.compute_device},
                         {"memory_budget_bytes", e.spec.memory_budget},

@@ -88,7 +88,8 @@ TEST_CASE("a device refuses a replica that does not fit its memory budget, "
                       && Catch::Contains("memory budget is 2.0 MiB"));
 
   // With room, every replica reports its prediction, the process's
-  // measured peak and the budget.
+  // measured peaks and the budget. The tensors' peak (LibTorch's allocator,
+  // counted from the job's claim) holds at least the replica's own weights.
   in_process roomy{2, 1.0, {int64_t{1} << 30, int64_t{1} << 30}};
   auto r = actors::run_job(*roomy.sys, job, roomy.devices,
                            fresh_model("cnn", job.seed), train, nullptr);
@@ -97,6 +98,7 @@ TEST_CASE("a device refuses a replica that does not fit its memory budget, "
     INFO(rep.dump());
     CHECK(rep["predicted_bytes"].get<int64_t>() > rep["model_bytes"].get<int64_t>());
     CHECK(rep["peak_rss_bytes"].get<int64_t>() > 0);
+    CHECK(rep["tensor_peak_bytes"].get<int64_t>() >= rep["model_bytes"].get<int64_t>());
     CHECK(rep["memory_budget_bytes"] == int64_t{1} << 30);
   }
 }
