@@ -11,7 +11,7 @@ namespace asteroid::planner {
 
 cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
     : num_layers_(profile.num_layers()), max_share_(std::max<int64_t>(max_share, 0)),
-      profile_(&profile) {
+      profile_(&profile), state_snapshots_(profile.state_snapshots) {
   const int L = num_layers_;
   const auto W = static_cast<size_t>(L + 1);
   fwd_.assign(static_cast<size_t>(max_share_ + 1) * W, 0.0);
@@ -26,6 +26,7 @@ cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
   }
   param_prefix_.assign(W, 0);
   fixed_prefix_.assign(W, 0);
+  snapshot_prefix_.assign(W, 0);
   stash_prefix_.assign(W, 0);
   boundary_.assign(W, 0);
   boundary_[0] = profile.input_bytes_per_sample;
@@ -34,6 +35,7 @@ cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
     param_prefix_[l + 1] = param_prefix_[l] + lp.param_bytes;
     // Weights, their gradients and the optimizer state stay for the round.
     fixed_prefix_[l + 1] = fixed_prefix_[l] + 2 * lp.param_bytes + lp.optimizer_state_bytes;
+    snapshot_prefix_[l + 1] = snapshot_prefix_[l] + lp.param_bytes + lp.optimizer_state_bytes;
     stash_prefix_[l + 1] = stash_prefix_[l] + lp.stash_bytes_per_sample();
     boundary_[l + 1] = lp.output_bytes_per_sample;
   }
@@ -81,6 +83,10 @@ int64_t cost_tables::fixed_bytes(int first, int end) const {
   return fixed_prefix_[end] - fixed_prefix_[first];
 }
 
+int64_t cost_tables::snapshot_bytes(int first, int end) const {
+  return snapshot_prefix_[end] - snapshot_prefix_[first];
+}
+
 int64_t cost_tables::activation_bytes_per_sample(int first, int end) const {
   return boundary_[first] + stash_prefix_[end] - stash_prefix_[first];
 }
@@ -96,15 +102,17 @@ int64_t cost_tables::boundary_bytes_per_sample(int layer) const {
 }
 
 int64_t cost_tables::memory_bytes(int first, int end, int64_t y, int in_flight) const {
-  return fixed_bytes(first, end) +
-         y * (static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
-              working_bytes_per_sample(first, end));
+  const int64_t during_step =
+    y * (static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
+         working_bytes_per_sample(first, end));
+  const int64_t between_steps = state_snapshots_ ? snapshot_bytes(first, end) : 0;
+  return fixed_bytes(first, end) + std::max(during_step, between_steps);
 }
 
 int64_t cost_tables::max_share_within(int first, int end, int in_flight, int64_t budget,
                                       int64_t limit) const {
   int64_t room = budget - fixed_bytes(first, end);
-  if (room < 0)
+  if (room < 0 || (state_snapshots_ && room < snapshot_bytes(first, end)))
     return -1;
   int64_t per_sample = static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
                        working_bytes_per_sample(first, end);

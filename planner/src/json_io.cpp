@@ -268,6 +268,8 @@ model_profile parse_model_profile(const json& j, const std::string& where) {
     f["layers"].fail("expected at least one layer");
   for (size_t i = 0; i < layers.size(); ++i)
     p.layers.push_back(parse_layer(layers[i], f["layers"][i]));
+  if (auto* x = optional_member(j, "state_snapshots"))
+    p.state_snapshots = get_bool(*x, f["state_snapshots"]);
   return p;
 }
 
@@ -439,7 +441,8 @@ void to_json(json& j, const model_profile& x) {
   j = json{{"model", x.model},
            {"device", x.device},
            {"input_bytes_per_sample", x.input_bytes_per_sample},
-           {"layers", x.layers}};
+           {"layers", x.layers},
+           {"state_snapshots", x.state_snapshots}};
 }
 
 void from_json(const json& j, model_profile& x) {

@@ -170,18 +170,53 @@ TEST_CASE("cost tables match direct sums over layers", "[planner][cost]") {
         int64_t stash = prof.layers[a].output_bytes_per_sample * 0 +
                         (a == 0 ? prof.input_bytes_per_sample
                                 : prof.layers[a - 1].output_bytes_per_sample);
-        int64_t work = 0, fixed = 0;
+        int64_t work = 0, fixed = 0, snapshot = 0;
         for (int l = a; l < e; ++l) {
           f += prof.layers[l].forward_time(static_cast<double>(y));
           b += prof.layers[l].backward_time(static_cast<double>(y));
           stash += prof.layers[l].stash_bytes_per_sample();
           work = std::max(work, prof.layers[l].working_bytes_per_sample);
           fixed += 2 * prof.layers[l].param_bytes + prof.layers[l].optimizer_state_bytes;
+          snapshot += prof.layers[l].param_bytes + prof.layers[l].optimizer_state_bytes;
         }
         CHECK(t.forward_s(a, e, y) == Approx(f));
         CHECK(t.backward_s(a, e, y) == Approx(b));
         CHECK(t.activation_bytes_per_sample(a, e) == stash);
         CHECK(t.working_bytes_per_sample(a, e) == work);
+        CHECK(t.snapshot_bytes(a, e) == snapshot);
         CHECK(t.memory_bytes(a, e, y, 3) == fixed + y * (3 * stash + work));
       }
+}
+
+TEST_CASE("with state snapshots, a stage's memory is the larger of its activations during a "
+          "step and its snapshot's copy between steps", "[planner][cost]") {
+  model_profile p;
+  p.model = "two";
+  p.input_bytes_per_sample = 10;
+  for (int i = 0; i < 2; ++i) {
+    layer_profile l;
+    l.name = "l" + std::to_string(i);
+    l.batch_sizes = {1};
+    l.forward_s = {1e-3};
+    l.backward_s = {2e-3};
+    l.output_bytes_per_sample = 10;
+    l.stashed_bytes_per_sample = 30;
+    l.working_bytes_per_sample = 5;
+    l.param_bytes = 1000;
+    l.optimizer_state_bytes = 1000;
+    p.layers.push_back(l);
+  }
+  CHECK(cost_tables(p, 64).memory_bytes(0, 2, 4, 2) == 6000 + 4 * (2 * 70 + 5));
+  p.state_snapshots = true;
+  cost_tables t(p, 64);
+  // Weights, gradients and momentum of both layers: 2 * (2 * 1000 + 1000).
+  const int64_t fixed = 6000;
+  // The snapshot copies weights and momentum: 2 * (1000 + 1000).
+  CHECK(t.snapshot_bytes(0, 2) == 4000);
+  // Activations per sample and micro-batch: input 10 + stashes 60 = 70, working 5.
+  CHECK(t.memory_bytes(0, 2, 4, 2) == fixed + 4000); // 4 * (2 * 70 + 5) = 580 < 4000
+  CHECK(t.memory_bytes(0, 2, 40, 2) == fixed + 40 * (2 * 70 + 5)); // 5800 > 4000
+  // A budget that cannot hold the snapshot's copy fits no share at all.
+  CHECK(t.max_share_within(0, 2, 2, fixed + 3999, 64) == -1);
+  CHECK(t.max_share_within(0, 2, 2, fixed + 4000, 64) == 4000 / 145);
 }

@@ -91,7 +91,7 @@ planner::model_profile profile_model(models::sequential_model& model,
     lp.optimizer_state_bytes = state_factor * tensor_bytes(params);
     for (auto b : options.batch_sizes) {
       std::vector<double> fwd, bwd;
-      int64_t peak_extra = 0;
+      int64_t peak_extra = 0, held_after_forward = 0;
       for (int r = 0; r < options.warmup + options.repeats; ++r) {
         auto x = random_input(model, i, b, device);
         kernels::synchronize(device);
@@ -102,6 +102,11 @@ planner::model_profile profile_model(models::sequential_model& model,
         auto y = model->forward_range(x, i, i + 1);
         kernels::synchronize(device);
         auto tf = seconds_since(t0);
+        // What the forward left alive for the backward: the output and every
+        // tensor autograd saved (a convolution's input, a norm's statistics,
+        // an activation's output), which a pipeline stage holds per in-flight
+        // micro-batch.
+        held_after_forward = std::max(held_after_forward, held_bytes() - base);
         auto grad = torch::randn_like(y);
         kernels::synchronize(device);
         t0 = clock_type::now();
@@ -123,8 +128,13 @@ planner::model_profile profile_model(models::sequential_model& model,
       lp.batch_sizes.push_back(b);
       lp.forward_s.push_back(median(fwd));
       lp.backward_s.push_back(median(bwd));
-      if (b == options.batch_sizes.back())
-        lp.working_bytes_per_sample = peak_extra / b;
+      if (b == options.batch_sizes.back()) {
+        // The stash is counted per in-flight micro-batch and the gradients
+        // with the weights; working memory is what comes on top of both.
+        lp.working_bytes_per_sample =
+          std::max<int64_t>(0, peak_extra - held_after_forward - tensor_bytes(params)) / b;
+        lp.stashed_bytes_per_sample = held_after_forward / b;
+      }
     }
     profile.layers.push_back(std::move(lp));
   }

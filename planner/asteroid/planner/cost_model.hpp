@@ -31,6 +31,10 @@ public:
   int64_t param_bytes(int first, int end) const;
   /// Weights + gradients + optimizer state of layers [first, end).
   int64_t fixed_bytes(int first, int end) const;
+  /// What a snapshot of layers [first, end) copies while it is taken: the
+  /// weights (and buffers) and the optimizer state (the runtime captures a
+  /// stage's state between steps, when no activation is held).
+  int64_t snapshot_bytes(int first, int end) const;
   /// Bytes per sample one in-flight micro-batch keeps on a stage: its input
   /// (the received boundary activation) plus every layer's stash.
   int64_t activation_bytes_per_sample(int first, int end) const;
@@ -40,8 +44,10 @@ public:
   int64_t boundary_bytes_per_sample(int layer) const;
 
   /// Memory of a device running layers [first, end) on a share of y samples
-  /// with `in_flight` micro-batches stashed:
-  /// fixed + in_flight * activations * y + working * y.
+  /// with `in_flight` micro-batches stashed: fixed + in_flight * activations
+  /// * y + working * y (during a step); where the profile says the runtime
+  /// snapshots the state, at least fixed + the snapshot's copy (between
+  /// steps).
   int64_t memory_bytes(int first, int end, int64_t y, int in_flight) const;
 
   /// Largest y <= limit with memory_bytes(first, end, y, in_flight) <= budget;
@@ -59,6 +65,8 @@ private:
   std::vector<double> bwd_;
   std::vector<int64_t> param_prefix_;
   std::vector<int64_t> fixed_prefix_;
+  std::vector<int64_t> snapshot_prefix_;
+  bool state_snapshots_ = false;
   std::vector<int64_t> stash_prefix_;
   std::vector<int64_t> working_max_; // [first * L + (end-1)]
   std::vector<int64_t> boundary_;

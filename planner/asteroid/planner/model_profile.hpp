@@ -25,7 +25,9 @@ struct layer_profile {
   int64_t param_bytes = 0;
   /// Bytes of optimizer state for the parameters (e.g. 1x for momentum SGD).
   int64_t optimizer_state_bytes = 0;
-  /// Peak temporary memory per sample while computing the layer.
+  /// Peak temporary memory per sample while computing the layer, beyond what
+  /// its forward stashes and its parameters' gradients (the incoming and
+  /// outgoing gradients, backward's scratch).
   int64_t working_bytes_per_sample = 0;
   /// Bytes per sample kept alive from this layer's forward to its backward
   /// (all intermediate tensors autograd saves). 0 means unknown: the cost
@@ -50,6 +52,11 @@ struct model_profile {
   /// Bytes of one input sample (what the first stage receives).
   int64_t input_bytes_per_sample = 0;
   std::vector<layer_profile> layers;
+  /// Whether the runtime copies each stage's weights and optimizer state
+  /// between steps (the snapshots fault tolerance replicates; a job's
+  /// `snapshot_every` > 0), which the memory model then counts. A property of
+  /// the job more than of the model: the supervisor sets it from the job.
+  bool state_snapshots = false;
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };

@@ -33,8 +33,9 @@ struct profiler_options {
 
 /// Measures every layer of `model` on `options.compute_device`: forward and
 /// backward time at each batch size, output activation bytes, parameter and
-/// optimizer-state bytes, and peak working memory (LibTorch's CPU allocator,
-/// or on CUDA its caching allocator).
+/// optimizer-state bytes, the bytes its forward leaves alive for the backward
+/// (stash) and the peak working memory on top of them (LibTorch's CPU
+/// allocator, or on CUDA its caching allocator).
 ///
 /// Each layer runs alone on random inputs of its declared shape (token ids
 /// for a model whose input dtype is int64), with `requires_grad` inputs for
