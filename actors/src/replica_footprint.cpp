@@ -48,6 +48,8 @@ replica_footprint predict_footprint(const models::sequential_model& stage,
     f.optimizer = 2 * params;
   else if (spec.optimizer.momentum > 0)
     f.optimizer = params;
+  if (spec.snapshot_every > 0)
+    f.snapshot_copy = f.weights + f.optimizer;
   f.in_flight = max_in_flight(spec.stream);
   const int64_t rows = spec.shares.at(static_cast<size_t>(spec.replica));
   const int64_t in_element = first == 0 ? static_cast<int64_t>(
@@ -87,7 +89,11 @@ std::string describe(const replica_footprint& f) {
          + format_bytes(f.optimizer) + ", activations "
          + format_bytes(f.activations) + " for " + std::to_string(f.in_flight)
          + " in flight" + ", link buffers "
-         + format_bytes(f.link_buffers) + ")";
+         + format_bytes(f.link_buffers)
+         + (f.snapshot_copy > 0 ? ", or a snapshot's copy of "
+                                    + format_bytes(f.snapshot_copy) + " between steps"
+                                : std::string())
+         + ")";
 }
 
 void check_budget(const replica_footprint& f, const replica_spec& spec) {

@@ -41,7 +41,16 @@ TEST_CASE("replica footprint: weights, gradients, momentum, stashed activations,
   CHECK(f.activations == 2 * 5 * (input + outputs));
   // The last stage sends gradients back, no activations on.
   CHECK(f.link_buffers == 2 * 5 * input);
+  CHECK(f.snapshot_copy == 0); // the spec's job takes no snapshots
   CHECK(f.total() == 3 * params + f.activations + f.link_buffers);
+  // A job that snapshots copies weights and momentum between steps: for this
+  // weight-heavy stage more than its activations and link buffers.
+  auto snapshotting = spec;
+  snapshotting.snapshot_every = 1;
+  auto g = actors::predict_footprint(stage, snapshotting);
+  CHECK(g.snapshot_copy == 2 * params);
+  CHECK(g.total() == 5 * params);
+  CHECK_THAT(actors::describe(g), Catch::Contains("or a snapshot's copy of"));
   // The largest frame a peer sends it: an all-reduce chunk (at most the
   // stage's gradients); alone in its stage, its rows of an activation.
   const int64_t margin = 64 << 10;

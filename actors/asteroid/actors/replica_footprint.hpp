@@ -6,6 +6,7 @@
 #include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/models/sequential_model.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,11 @@ struct replica_footprint {
   /// Tensors on the replica's links: the activations it sends on and the
   /// gradients it sends back, for every in-flight micro-batch.
   int64_t link_buffers = 0;
+  /// The copy of the weights and optimizer state a snapshot takes, where the
+  /// job snapshots (`replica_spec::snapshot_every` > 0). Snapshots are taken
+  /// between steps, when no activation is held, so the larger of this and
+  /// activations plus link buffers counts.
+  int64_t snapshot_copy = 0;
   /// Micro-batches the replica's instruction stream holds between their
   /// forward and backward pass at once.
   int in_flight = 0;
@@ -32,7 +38,8 @@ struct replica_footprint {
   int64_t largest_frame = 0;
 
   int64_t total() const {
-    return weights + gradients + optimizer + activations + link_buffers;
+    return weights + gradients + optimizer
+           + std::max(activations + link_buffers, snapshot_copy);
   }
 };
 
