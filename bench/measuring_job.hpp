@@ -8,17 +8,6 @@
 
 namespace asteroid::bench {
 
-/// A benchmark's plan: `micro_batches` of `batch`, these stages.
-inline planner::plan bench_plan(int64_t batch, int micro_batches,
-                                std::vector<planner::stage_plan> stages) {
-  planner::plan p;
-  p.planner = "bench";
-  p.batch_size = batch;
-  p.micro_batches = micro_batches;
-  p.stages = std::move(stages);
-  return p;
-}
-
 /// `steps` steps of `model` under `plan` on `nodes`: SGD (lr 0.02, momentum
 /// 0.9), seed 1, no evaluation and no progress line, so that what is timed
 /// or measured is the steps alone.

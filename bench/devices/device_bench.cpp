@@ -11,6 +11,7 @@
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/planner/given_plan.hpp"
 #include "asteroid/training/model_registry.hpp"
 
 #include <CLI/CLI.hpp>
@@ -49,7 +50,8 @@ node_run run_on(const std::string& device, int threads, const std::string& model
   actors::local_cluster cluster{co};
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
-  auto p = bench::bench_plan(batch, 1, {{0, static_cast<int>(model->size()), {0}, {batch}}});
+  auto p = planner::given_plan("bench", batch, 1,
+                               {{0, static_cast<int>(model->size()), {0}, {batch}}});
   auto job = bench::measuring_job(model_name, p, steps + warmup, cluster.endpoints());
   caf::actor_system_config cfg;
   actors::configure(cfg);

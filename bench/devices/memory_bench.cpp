@@ -19,6 +19,7 @@
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/planner/cost_model.hpp"
+#include "asteroid/planner/given_plan.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
@@ -112,8 +113,8 @@ int main(int argc, char** argv) {
     probe = nullptr;
     for (auto M : micro_batches) {
       const int64_t share = batch / M;
-      auto p = bench::bench_plan(batch, static_cast<int>(M),
-                                 {{0, cut, {0}, {share}}, {cut, L, {1}, {share}}});
+      auto p = planner::given_plan("bench", batch, static_cast<int>(M),
+                                   {{0, cut, {0}, {share}}, {cut, L, {1}, {share}}});
       auto cluster = planner::cluster::uniform(
         "bench", {{"node0", "local", 1.0, int64_t{64} << 30, ""},
                   {"node1", "local", 1.0, int64_t{64} << 30, ""}},

@@ -14,6 +14,7 @@
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
 #include "asteroid/kernels/allocator.hpp"
+#include "asteroid/planner/given_plan.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/optimizer.hpp"
 
@@ -99,9 +100,9 @@ framework_steps framework_step_s(const std::string& model_name,
   actors::local_cluster cluster{co};
   torch::manual_seed(1);
   auto model = training::build_model(model_name, json::object());
-  auto p = bench::bench_plan(batch, how.micro_batches,
-                             {{0, static_cast<int>(model->size()), {0},
-                               {batch / how.micro_batches}}});
+  auto p = planner::given_plan("bench", batch, how.micro_batches,
+                               {{0, static_cast<int>(model->size()), {0},
+                                 {batch / how.micro_batches}}});
   auto job = bench::measuring_job(model_name, p, steps + warmup, cluster.endpoints());
   job.fault_tolerance.snapshot_every = how.snapshot_every;
   job.run_ahead = how.run_ahead;

@@ -3,6 +3,7 @@
 // the single-device reference run, plans, jobs and local clusters.
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
+#include "asteroid/planner/given_plan.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
 #include "asteroid/training/loss.hpp"
@@ -81,12 +82,7 @@ inline double max_abs_diff(const models::sequential_model& a,
 
 inline planner::plan make_plan(int64_t batch, int micro,
                         std::vector<planner::stage_plan> stages) {
-  planner::plan p;
-  p.planner = "test";
-  p.batch_size = batch;
-  p.micro_batches = micro;
-  p.stages = std::move(stages);
-  return p;
+  return planner::given_plan("test", batch, micro, std::move(stages));
 }
 
 inline actors::job_spec base_job(const std::string& model, planner::plan p) {
