@@ -11,7 +11,7 @@ namespace asteroid::planner {
 
 cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
     : num_layers_(profile.num_layers()), max_share_(std::max<int64_t>(max_share, 0)),
-      profile_(&profile), state_snapshots_(profile.state_snapshots) {
+      profile_(&profile) {
   const int L = num_layers_;
   const auto W = static_cast<size_t>(L + 1);
   fwd_.assign(static_cast<size_t>(max_share_ + 1) * W, 0.0);
@@ -105,14 +105,14 @@ int64_t cost_tables::memory_bytes(int first, int end, int64_t y, int in_flight) 
   const int64_t during_step =
     y * (static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
          working_bytes_per_sample(first, end));
-  const int64_t between_steps = state_snapshots_ ? snapshot_bytes(first, end) : 0;
+  const int64_t between_steps = profile_->state_snapshots ? snapshot_bytes(first, end) : 0;
   return fixed_bytes(first, end) + std::max(during_step, between_steps);
 }
 
 int64_t cost_tables::max_share_within(int first, int end, int in_flight, int64_t budget,
                                       int64_t limit) const {
   int64_t room = budget - fixed_bytes(first, end);
-  if (room < 0 || (state_snapshots_ && room < snapshot_bytes(first, end)))
+  if (room < 0 || (profile_->state_snapshots && room < snapshot_bytes(first, end)))
     return -1;
   int64_t per_sample = static_cast<int64_t>(in_flight) * activation_bytes_per_sample(first, end) +
                        working_bytes_per_sample(first, end);

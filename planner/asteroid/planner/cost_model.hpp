@@ -66,7 +66,6 @@ private:
   std::vector<int64_t> param_prefix_;
   std::vector<int64_t> fixed_prefix_;
   std::vector<int64_t> snapshot_prefix_;
-  bool state_snapshots_ = false;
   std::vector<int64_t> stash_prefix_;
   std::vector<int64_t> working_max_; // [first * L + (end-1)]
   std::vector<int64_t> boundary_;
