@@ -401,8 +401,6 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         st.store.clear();
         st.store_job = 0;
       }
-      st.reading = {};
-      st.uploads.clear();
       free_node(self, "job " + std::to_string(job) + " released it");
     },
     [=](fetch_atom, const std::string& key, int64_t version)

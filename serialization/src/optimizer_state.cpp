@@ -54,7 +54,6 @@ std::vector<torch::Tensor> all_params(const torch::optim::Optimizer& opt) {
   return out;
 }
 
-
 // Copy onto the parameter's device so the checkpoint struct is never aliased
 // (the optimizer updates its buffers in place).
 torch::Tensor restored(const torch::Tensor& src, const torch::Tensor& param,
