@@ -115,6 +115,9 @@ struct ordering_links {
   std::vector<int> order;
   std::vector<double> speed;
   std::vector<int64_t> budget;
+  // in_bw is a link's bandwidth (a ring is compressed as a whole, by its
+  // slowest link); out_bw and in_bw_to are payload rates
+  // (cluster::payload_rate), each link's codec counted.
   std::vector<double> in_bw;   // [a*(n+1)+b]: slowest link inside [a, b)
   std::vector<double> in_lat;  // largest latency inside [a, b)
   // [(a*n + s)*(n+1) + e]: slowest link a -> [s, e), and [s, e) -> a.
@@ -152,8 +155,8 @@ struct ordering_links {
         for (int e = s + 1; e <= n; ++e) {
           int b = e - 1;
           if (b != a) {
-            ob = std::min(ob, c.bandwidth(order[a], order[b]));
-            ib = std::min(ib, c.bandwidth(order[b], order[a]));
+            ob = std::min(ob, c.payload_rate(order[a], order[b], traffic::activations));
+            ib = std::min(ib, c.payload_rate(order[b], order[a], traffic::gradients));
             ol = std::max(ol, c.latency(order[a], order[b]));
             il = std::max(il, c.latency(order[b], order[a]));
           }
@@ -334,12 +337,14 @@ public:
 
   double allreduce(int i, int i2, int j, int j2) const {
     const int g = j2 - j;
-    double bytes = static_cast<double>(t_.param_bytes(i, i2)) * c_.all_reduce_wire_ratio;
+    double bytes = static_cast<double>(t_.param_bytes(i, i2));
     if (g <= 1 || bytes <= 0.0)
       return 0.0;
     const auto W = static_cast<size_t>(N_ + 1);
+    const double bw = o_.in_bw[j * W + j2];
     double steps = 2.0 * (g - 1);
-    return steps / g * bytes / o_.in_bw[j * W + j2] + steps * o_.in_lat[j * W + j2];
+    return steps / g * bytes * c_.wire_ratio_at(bw, traffic::all_reduce) / bw
+           + steps * o_.in_lat[j * W + j2];
   }
 
   void run() {
@@ -408,8 +413,8 @@ public:
                     ol = std::max(ol, o_.out_lat[idx]);
                     il = std::max(il, o_.in_lat_to[idx]);
                   }
-                  cf = bytes * c_.activation_wire_ratio / ob + ol;
-                  cb = bytes * c_.gradient_wire_ratio / ib + il;
+                  cf = bytes / ob + ol;
+                  cb = bytes / ib + il;
                 }
                 suffix_state s;
                 s.sum = S.sum.prepend(hf, hb, a, cf, cb);

@@ -236,7 +236,7 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
       L + 1, std::vector<std::pair<int, int>>(N + 1, {-1, -1}));
     auto stage_time = [&](int i, int j, int m) {
       double T = (t.forward_s(i, j, micro) + t.backward_s(i, j, micro)) / mean_speed;
-      double W = static_cast<double>(t.param_bytes(i, j)) * c.all_reduce_wire_ratio;
+      double W = static_cast<double>(t.param_bytes(i, j)) * c.wire_ratio_at(B, traffic::all_reduce);
       double sync = m > 1 ? 4.0 * (m - 1) * W / (B * m) : 0.0;
       return (T + sync) / m;
     };
@@ -253,7 +253,8 @@ plan pipedream_planner::make_plan(const model_profile& profile, const cluster& c
             // PipeDream's optimizer: the activations into a stage of mp
             // replicas (and the gradients back) take 2 a / (B mp), each
             // replica receiving its part over its own link.
-            double comm = (c.activation_wire_ratio + c.gradient_wire_ratio)
+            double comm = (c.wire_ratio_at(B, traffic::activations)
+                           + c.wire_ratio_at(B, traffic::gradients))
                           * static_cast<double>(t.boundary_bytes_per_sample(i))
                           * static_cast<double>(micro) / (B * mp);
             double v = std::max({A[i][m - mp], comm, stage_time(i, j, mp)});
@@ -328,7 +329,8 @@ plan ftpipehd_planner::make_plan(const model_profile& profile, const cluster& c,
           double comp = (t.forward_s(i, j, micro) + t.backward_s(i, j, micro)) / d.speed;
           double comm = 0.0;
           if (s > 1)
-            comm = (c.activation_wire_ratio + c.gradient_wire_ratio)
+            comm = (c.wire_ratio(s - 2, s - 1, traffic::activations)
+                    + c.wire_ratio(s - 2, s - 1, traffic::gradients))
                    * static_cast<double>(t.boundary_bytes_per_sample(i))
                    * static_cast<double>(micro) / c.bandwidth(s - 2, s - 1);
           double v = std::max({dp[s - 1][i], comm, comp});
@@ -423,7 +425,7 @@ plan pipeedge_planner::make_plan(const model_profile& profile, const cluster& c,
               double sub = h[at(l2, rest, k2)];
               if (sub == inf)
                 continue;
-              double comm = c.activation_wire_ratio
+              double comm = c.wire_ratio_at(type_bw[k * K + k2], traffic::activations)
                             * static_cast<double>(t.boundary_bytes_per_sample(l2))
                             * static_cast<double>(micro) / type_bw[k * K + k2];
               double v = std::max({comp, comm, sub});

@@ -126,7 +126,7 @@ int in_flight_micro_batches(int stage, int num_stages, int micro_batches) {
 }
 
 double transfer_s(const cluster& c, const std::vector<int>& from, const std::vector<int>& to,
-                  double bytes) {
+                  double bytes, traffic what) {
   if (bytes <= 0.0)
     return 0.0;
   double bw = std::numeric_limits<double>::infinity();
@@ -135,7 +135,7 @@ double transfer_s(const cluster& c, const std::vector<int>& from, const std::vec
     for (int b : to) {
       if (a == b)
         continue;
-      bw = std::min(bw, c.bandwidth(a, b));
+      bw = std::min(bw, c.payload_rate(a, b, what));
       lat = std::max(lat, c.latency(a, b));
     }
   if (bw == std::numeric_limits<double>::infinity())
@@ -157,7 +157,10 @@ double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes
       lat = std::max(lat, c.latency(a, b));
     }
   double steps = 2.0 * static_cast<double>(g - 1);
-  return steps / static_cast<double>(g) * bytes * c.all_reduce_wire_ratio / bw + steps * lat;
+  // The ring is compressed as a whole when its slowest link is: every
+  // replica must round the reduced chunks alike.
+  return steps / static_cast<double>(g) * bytes * c.wire_ratio_at(bw, traffic::all_reduce) / bw
+         + steps * lat;
 }
 
 double co_located_slowdown(const plan& p, const cluster& c) {
@@ -194,8 +197,8 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c)
       comm.type = pipeline_step::kind::communication;
       comm.stage = s;
       double bytes = static_cast<double>(t.boundary_bytes_per_sample(st.end_layer)) * micro;
-      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes * c.activation_wire_ratio);
-      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes * c.gradient_wire_ratio);
+      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes, traffic::activations);
+      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes, traffic::gradients);
       out.steps.push_back(std::move(comm));
     }
   }

@@ -79,20 +79,24 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
   std::vector<std::vector<int>> group(masks);
   for (int m = 1; m < masks; ++m)
     group[m] = devices_of(m);
-  // Slowest link / largest latency from group a to group b.
-  std::vector<double> cross_bw(static_cast<size_t>(masks) * masks, inf);
+  // Slowest payload rate (cluster::payload_rate) of activations and of
+  // gradients / largest latency from group a to group b.
+  std::vector<double> cross_act(static_cast<size_t>(masks) * masks, inf);
+  std::vector<double> cross_grad(static_cast<size_t>(masks) * masks, inf);
   std::vector<double> cross_lat(static_cast<size_t>(masks) * masks, 0.0);
   for (int a = 1; a < masks; ++a)
     for (int b = 1; b < masks; ++b) {
       if (a & b)
         continue;
-      double bw = inf, lat = 0.0;
+      double act = inf, grad = inf, lat = 0.0;
       for (int x : group[a])
         for (int y : group[b]) {
-          bw = std::min(bw, c.bandwidth(x, y));
+          act = std::min(act, c.payload_rate(x, y, traffic::activations));
+          grad = std::min(grad, c.payload_rate(x, y, traffic::gradients));
           lat = std::max(lat, c.latency(x, y));
         }
-      cross_bw[static_cast<size_t>(a) * masks + b] = bw;
+      cross_act[static_cast<size_t>(a) * masks + b] = act;
+      cross_grad[static_cast<size_t>(a) * masks + b] = grad;
       cross_lat[static_cast<size_t>(a) * masks + b] = lat;
     }
   // All-reduce time per (layer range, group).
@@ -173,10 +177,10 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
                                  static_cast<double>(micro);
                   auto fw = static_cast<size_t>(mask[s]) * masks + mask[s + 1];
                   auto bw = static_cast<size_t>(mask[s + 1]) * masks + mask[s];
-                  f[2 * s + 1] = bytes > 0 ? bytes * c.activation_wire_ratio / cross_bw[fw]
+                  f[2 * s + 1] = bytes > 0 ? bytes / cross_act[fw]
                                                  + cross_lat[fw]
                                            : 0.0;
-                  b[2 * s + 1] = bytes > 0 ? bytes * c.gradient_wire_ratio / cross_bw[bw]
+                  b[2 * s + 1] = bytes > 0 ? bytes / cross_grad[bw]
                                                  + cross_lat[bw]
                                            : 0.0;
                   a[2 * s + 1] = 0.0;

@@ -75,11 +75,11 @@ void evaluate_inference(inference_plan& p, const model_profile& profile,
     st.send_s = 0.0;
     if (s + 1 < p.stages.size()) {
       int to = p.stages[s + 1].device;
-      double bytes = b * c.activation_wire_ratio
-                     * static_cast<double>(
-                         profile.layers[static_cast<size_t>(st.end_layer - 1)]
-                           .output_bytes_per_sample);
-      st.send_s = bytes / c.bandwidth(st.device, to) + c.latency(st.device, to);
+      double bytes = b * static_cast<double>(
+                           profile.layers[static_cast<size_t>(st.end_layer - 1)]
+                             .output_bytes_per_sample);
+      st.send_s = bytes / c.payload_rate(st.device, to, traffic::activations)
+                  + c.latency(st.device, to);
     }
     st.memory_bytes = inference_memory_bytes(profile, st.first_layer, st.end_layer, options);
     p.bottleneck_s = std::max({p.bottleneck_s, st.compute_s, st.send_s});

@@ -176,10 +176,11 @@ inference_plan plan_inference_exhaustive(const model_profile& profile, const clu
         double w = std::max(worst, t);
         if (!devices.empty()) {
           int from = devices.back();
-          double bytes = b * c.activation_wire_ratio * static_cast<double>(
+          double bytes = b * static_cast<double>(
                                profile.layers[static_cast<size_t>(start - 1)]
                                  .output_bytes_per_sample);
-          w = std::max(w, bytes / c.bandwidth(from, d) + c.latency(from, d));
+          w = std::max(w, bytes / c.payload_rate(from, d, traffic::activations)
+                            + c.latency(from, d));
         }
         used[static_cast<size_t>(d)] = 1;
         ends.push_back(end);
@@ -265,8 +266,10 @@ inference_plan plan_inference(const model_profile& profile, const cluster& c,
         continue;
       double w = worst;
       if (u >= 0) {
-        double bytes = b * c.activation_wire_ratio * static_cast<double>(
-                             profile.layers[static_cast<size_t>(start - 1)].output_bytes_per_sample);
+        double bytes = b * c.wire_ratio_at(link_bw[static_cast<size_t>(u * K + v)],
+                                           traffic::activations)
+                       * static_cast<double>(
+                         profile.layers[static_cast<size_t>(start - 1)].output_bytes_per_sample);
         auto bw = link_bw[static_cast<size_t>(u * K + v)];
         w = std::max(w, bytes / bw + link_lat[static_cast<size_t>(u * K + v)]);
       }

@@ -279,7 +279,7 @@ cluster parse_cluster(const json& j, const std::string& where) {
     f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
                     "co_location_slowdown", "activation_wire_ratio", "gradient_wire_ratio",
-                    "all_reduce_wire_ratio"});
+                    "all_reduce_wire_ratio", "compress_below_mbps"});
   cluster c;
   if (auto* x = optional_member(j, "name"))
     c.name = get_string(*x, f["name"]);
@@ -388,6 +388,8 @@ cluster parse_cluster(const json& j, const std::string& where) {
         f[key].fail("expected a ratio in (0, 1] (bytes on the wire per float32 byte), got "
                     + x->dump());
     }
+  if (auto* x = optional_member(j, "compress_below_mbps"))
+    c.compress_below_Bps = get_positive(*x, f["compress_below_mbps"]) * 1e6 / 8.0;
   return c;
 }
 
@@ -506,6 +508,8 @@ void to_json(json& j, const cluster& x) {
     j["gradient_wire_ratio"] = x.gradient_wire_ratio;
   if (x.all_reduce_wire_ratio != 1.0)
     j["all_reduce_wire_ratio"] = x.all_reduce_wire_ratio;
+  if (x.compress_below_Bps > 0.0)
+    j["compress_below_mbps"] = x.compress_below_Bps * 8.0 / 1e6;
 }
 
 void from_json(const json& j, cluster& x) {

@@ -3,6 +3,7 @@
 #include "asteroid/planner/asteroid_planner.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
+#include "asteroid/planner/exhaustive_planner.hpp"
 #include "asteroid/planner/inference_planner.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "test_helpers.hpp"
@@ -10,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+
+#include <random>
 
 using namespace asteroid::planner;
 using asteroid::planner::test::device;
@@ -140,4 +143,91 @@ TEST_CASE("wire ratios: cluster files carry them and refuse ratios above 1",
   j["gradient_wire_ratio"] = 2;
   CHECK_THROWS_WITH(parse_cluster(j, "c.json"),
                     Catch::Contains("gradient_wire_ratio") && Catch::Contains("(0, 1]"));
+}
+
+TEST_CASE("wire ratios: a job that compresses only its slow links prices each link by "
+          "its own rate, both ways, and a ring by its slowest link",
+          "[planner][wire]") {
+  // a-b 1 Gbit/s both ways; b-c 8 Mbit/s from b, 1 Gbit/s from c.
+  auto c = cluster::uniform("mixed", {device("a", 1.0, 1 << 30), device("b", 1.0, 1 << 30),
+                                      device("c", 1.0, 1 << 30)},
+                            1e9);
+  c.bandwidth_Bps[1][2] = 1e6;
+  c.bandwidth_Bps[0][2] = c.bandwidth_Bps[2][0] = 1e6;
+  c.activation_wire_ratio = 0.25;
+  c.gradient_wire_ratio = 0.5;
+  c.all_reduce_wire_ratio = 0.5;
+  c.compress_below_Bps = 100e6 / 8; // 100 Mbit/s
+  CHECK_FALSE(c.compressed(0, 1));
+  CHECK(c.compressed(1, 2));
+  CHECK(c.compressed(2, 1)); // the other way is fast, but both ends must agree
+  CHECK(c.wire_ratio(0, 1, traffic::activations) == 1.0);
+  CHECK(c.wire_ratio(2, 1, traffic::gradients) == 0.5);
+  CHECK(c.payload_rate(1, 2, traffic::activations) == Approx(4e6));
+  CHECK(c.payload_rate(2, 1, traffic::gradients) == Approx(1e9 / 8 / 0.5));
+  // A transfer: float32 on the fast link, the codec's bytes on the slow one.
+  CHECK(transfer_s(c, {0}, {1}, 1e6, traffic::activations) == Approx(1e6 / (1e9 / 8)));
+  CHECK(transfer_s(c, {1}, {2}, 1e6, traffic::activations) == Approx(0.25));
+  CHECK(transfer_s(c, {0, 1}, {2}, 1e6, traffic::gradients) == Approx(0.5));
+  // Without the rate every link is compressed, as before.
+  auto everywhere = c;
+  everywhere.compress_below_Bps = 0;
+  CHECK(transfer_s(everywhere, {0}, {1}, 1e6, traffic::activations)
+        == Approx(0.25e6 / (1e9 / 8)));
+  // A ring of fast links stays float32; one slow link compresses the ring.
+  CHECK(allreduce_s(c, {0, 1}, 1e6) == Approx(1e6 / (1e9 / 8)));
+  CHECK(allreduce_s(c, {0, 1, 2}, 3e6) == Approx(4.0 / 3 * 3e6 * 0.5 / 1e6));
+  // Cluster files carry the rate (Mbit/s).
+  nlohmann::json j = c;
+  CHECK(j.value("compress_below_mbps", 0.0) == Approx(100));
+  CHECK(parse_cluster(j, "back").compress_below_Bps == Approx(c.compress_below_Bps));
+  j["compress_below_mbps"] = -1;
+  CHECK_THROWS_WITH(parse_cluster(j, "c.json"), Catch::Contains("compress_below_mbps"));
+}
+
+TEST_CASE("wire ratios: with only the slow links compressed, the Asteroid planner "
+          "prices its plans as the cost model does and stays within 5 % of the "
+          "exhaustive optimum (random instances)",
+          "[planner][wire][random]") {
+  std::mt19937_64 rng(20261127);
+  asteroid_planner asteroid;
+  exhaustive_planner exhaustive;
+  int compared = 0, mixed = 0;
+  for (int k = 0; k < 60; ++k) {
+    auto inst = test::make_random_instance(rng, 5, 4);
+    inst.c.activation_wire_ratio = 0.25;
+    inst.c.gradient_wire_ratio = 0.5;
+    inst.c.all_reduce_wire_ratio = 0.5;
+    // Links are drawn from 10 to 1000 Mbit/s: about half are compressed.
+    inst.c.compress_below_Bps = 300e6 / 8;
+    INFO("instance " << k);
+    plan ex;
+    try {
+      ex = exhaustive.make_plan(inst.profile, inst.c, inst.batch);
+    } catch (const planner_error&) {
+      CHECK_THROWS_AS(asteroid.make_plan(inst.profile, inst.c, inst.batch), planner_error);
+      continue;
+    }
+    auto as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
+    ++compared;
+    bool some = false, all = true;
+    for (int a = 0; a < inst.c.size(); ++a)
+      for (int b = 0; b < inst.c.size(); ++b)
+        if (a != b) {
+          some = some || inst.c.compressed(a, b);
+          all = all && inst.c.compressed(a, b);
+        }
+    if (some && !all)
+      ++mixed;
+    auto again = as;
+    evaluate(again, inst.profile, inst.c);
+    CHECK(again.predicted_round_s == Approx(as.predicted_round_s));
+    auto ex_again = ex;
+    evaluate(ex_again, inst.profile, inst.c);
+    CHECK(ex_again.predicted_round_s == Approx(ex.predicted_round_s));
+    CHECK(as.predicted_round_s >= ex.predicted_round_s * (1 - 1e-9));
+    CHECK(as.predicted_round_s <= ex.predicted_round_s * 1.05);
+  }
+  CHECK(compared >= 30);
+  CHECK(mixed >= 10);
 }

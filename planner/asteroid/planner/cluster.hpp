@@ -1,11 +1,19 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace asteroid::planner {
+
+/// What crosses a link: a job compresses each kind with its own codec.
+enum class traffic {
+  activations, ///< forward, to the next stage
+  gradients,   ///< backward, to the stage before
+  all_reduce,  ///< chunks of a replicated stage's gradient ring
+};
 
 /// One device of a cluster as the planner sees it.
 struct device_spec {
@@ -51,10 +59,36 @@ struct cluster {
   double gradient_wire_ratio = 1.0;
   /// The same for the chunks of a replicated stage's gradient all-reduce.
   double all_reduce_wire_ratio = 1.0;
+  /// The ratios above apply to the links slower than this (bytes per
+  /// second); faster links carry float32 (a job's "compression":
+  /// {"below_mbps"}). 0: to every link. Compressing a fast link costs
+  /// encode and decode time and saves little, so a job that mixes Wi-Fi
+  /// and wired links compresses only the slow ones.
+  double compress_below_Bps = 0.0;
 
   int size() const { return static_cast<int>(devices.size()); }
   double bandwidth(int from, int to) const { return bandwidth_Bps[from][to]; }
   double latency(int from, int to) const { return latency_s[from][to]; }
+  /// The ratio above for `t`: what a compressed link carries.
+  double compressed_ratio(traffic t) const;
+  /// True when a link of `link_Bps` carries the ratios above.
+  bool compresses(double link_Bps) const {
+    return compress_below_Bps <= 0.0 || link_Bps < compress_below_Bps;
+  }
+  /// Bytes on the wire per float32 byte of `t`, on a link of `link_Bps`.
+  double wire_ratio_at(double link_Bps, traffic t) const;
+  /// True when the link between `a` and `b` is compressed: both ways when
+  /// either way is slower than compress_below_Bps, so that both ends agree.
+  bool compressed(int a, int b) const {
+    return compresses(std::min(bandwidth(a, b), bandwidth(b, a)));
+  }
+  /// The wire ratio of `t` on the link from `from` to `to`.
+  double wire_ratio(int from, int to, traffic t) const;
+  /// Float32 bytes of `t` the link moves per second: its bandwidth over its
+  /// wire ratio. Every planner prices transfers with it.
+  double payload_rate(int from, int to, traffic t) const {
+    return bandwidth(from, to) / wire_ratio(from, to, t);
+  }
 
   /// Builds the full matrices from one uniform link rate (bits per second).
   static cluster uniform(std::string name, std::vector<device_spec> devices,

@@ -75,15 +75,17 @@ private:
 /// 1F1B: min(P - p, M).
 int in_flight_micro_batches(int stage, int num_stages, int micro_batches);
 
-/// Seconds to move `bytes` from every device of `from` to `to`: bytes over
-/// the slowest link between the groups plus the largest latency (0 bytes
-/// cost nothing).
+/// Seconds to move `bytes` (float32) of `what` from every device of `from`
+/// to `to`: bytes over the slowest payload rate between the groups (each
+/// link's bandwidth over its wire ratio, cluster::payload_rate) plus the
+/// largest latency (0 bytes cost nothing).
 double transfer_s(const cluster& c, const std::vector<int>& from,
-                  const std::vector<int>& to, double bytes);
+                  const std::vector<int>& to, double bytes, traffic what);
 
-/// Ring all-reduce seconds of `bytes` in `group`:
-/// 2(g-1)/g * bytes / slowest link in the group + 2(g-1) * largest latency;
-/// 0 for a group of one.
+/// Ring all-reduce seconds of `bytes` (float32) in `group`:
+/// 2(g-1)/g * bytes * r / slowest link in the group + 2(g-1) * largest
+/// latency, where r is that link's all-reduce wire ratio (a ring is
+/// compressed as a whole); 0 for a group of one.
 double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes);
 
 /// The cluster's `co_location_slowdown` when the plan uses more than one
