@@ -50,10 +50,12 @@ std::string local_cluster::log_path(int i) const {
 local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
   if (opts_.nodes < 1)
     throw std::invalid_argument("cluster: need at least one node");
-  for (auto* v : {&opts_.slowdowns})
+  for (auto [v, what] : {std::pair{&opts_.slowdowns, "slowdown"},
+                         std::pair{&opts_.link_rates_mbps, "link rate"}})
     if (v->size() > 1 && static_cast<int>(v->size()) != opts_.nodes)
-      throw std::invalid_argument("cluster: give one slowdown per node ("
-                                  + std::to_string(opts_.nodes) + ")");
+      throw std::invalid_argument(std::string("cluster: give one ") + what
+                                  + " per node (" + std::to_string(opts_.nodes)
+                                  + "), or one for all");
   if (opts_.memory.size() > 1
       && static_cast<int>(opts_.memory.size()) != opts_.nodes)
     throw std::invalid_argument("cluster: give one memory budget per node");
@@ -64,6 +66,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
     if (!(std::isfinite(x) && x >= 1.0))
       throw std::invalid_argument("cluster: --slowdown " + std::to_string(x)
                                   + " is not a finite number >= 1");
+  for (double x : opts_.link_rates_mbps)
+    if (!(std::isfinite(x) && x >= 0.0))
+      throw std::invalid_argument("cluster: --link-rate " + std::to_string(x)
+                                  + " is not a finite number >= 0");
   for (auto bytes : opts_.memory)
     if (bytes < 0)
       throw std::invalid_argument("cluster: a memory budget must not be negative");
@@ -116,9 +122,9 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       args.push_back("--credentials");
       args.push_back(keys_dir_ + "/node" + std::to_string(i));
     }
-    if (opts_.link_rate_mbps > 0) {
+    if (const double rate = pick(opts_.link_rates_mbps, i, 0.0); rate > 0) {
       args.push_back("--link-rate");
-      args.push_back(std::to_string(opts_.link_rate_mbps));
+      args.push_back(std::to_string(rate));
     }
     auto log = log_path(i);
     // The wait below looks for "listening on" in this file: a previous

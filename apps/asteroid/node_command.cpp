@@ -144,11 +144,12 @@ void add_cluster_command(CLI::App& app) {
   cmd->add_option("--device", *devices,
                   "Where each node computes, one for all or one per node: "
                   "cpu,cuda:0 (as `asteroid node --device`; default cpu)");
-  cmd->add_option("--link-rate", o->link_rate_mbps,
-                  "Every node paces its outgoing tensor bytes to this many "
-                  "Mbit/s (emulated links on loopback; 0: off)")
-    ->check(CLI::NonNegativeNumber)
-    ->capture_default_str();
+  cmd->add_option("--link-rate", o->link_rates_mbps,
+                  "Nodes pace their outgoing tensor bytes to this many Mbit/s, "
+                  "one for all or one per node: 100,100,10 (emulated links on "
+                  "loopback; 0: unpaced, the default)")
+    ->delimiter(',')
+    ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-dir", o->log_dir,
                   "Folder for the nodes' logs; without it, a temporary folder "
                   "removed at exit unless the job failed");

@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
   auto env = bench::emulate(env_name, dilation, cpu_budget, port);
   const double D = env.dilation;
   std::fprintf(stderr, "%s: %zu devices, dilation %.2f (links paced to %.1f Mbit/s)\n",
-               env_name.c_str(), env.cluster.devices.size(), D, env.nodes.link_rate_mbps);
+               env_name.c_str(), env.cluster.devices.size(), D,
+               env.nodes.link_rates_mbps.at(0));
   training::profiler_options po;
   po.batch_sizes = {1, 2, 4, 8, 16, 32};
   po.device = "local";

@@ -61,7 +61,7 @@ inline emulated_env emulate(planner::cluster c, const std::string& name, double 
     o.memory.push_back(d.memory_bytes);
   // One rate per node: the environments' links are uniform.
   double rate_Bps = env.cluster.bandwidth_Bps.size() > 1 ? env.cluster.bandwidth_Bps[0][1] : 0;
-  o.link_rate_mbps = rate_Bps * 8e-6 / env.dilation;
+  o.link_rates_mbps = {rate_Bps * 8e-6 / env.dilation};
   return env;
 }
 

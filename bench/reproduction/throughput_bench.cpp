@@ -345,7 +345,7 @@ int main(int argc, char** argv) {
       const double D = env_nodes.dilation;
       const auto& o = env_nodes.nodes;
       std::fprintf(stderr, "%s: %zu devices, dilation %.2f (links paced to %.1f Mbit/s)\n",
-                   name.c_str(), c.devices.size(), D, o.link_rate_mbps);
+                   name.c_str(), c.devices.size(), D, o.link_rates_mbps.at(0));
       actors::local_cluster cluster{o};
       if (profiles.empty())
         profile_all();

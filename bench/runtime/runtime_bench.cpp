@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
     for (bool tls : {false, true}) {
       actors::local_cluster::options po = co;
       po.base_port = static_cast<uint16_t>(port + (mbps < 500 ? 7 : 8));
-      po.link_rate_mbps = mbps;
+      po.link_rates_mbps = {mbps};
       po.tls = tls;
       actors::local_cluster paced{po};
       caf::actor_system_config pcfg;

@@ -134,7 +134,7 @@ TEST_CASE("data-plane connections broken mid-step heal: no recovery, and the "
   auto opts = cluster_options(4, 27414);
   // Paced links (emulated 100 Mbit/s): frames spend long enough on the wire
   // for the resets to catch some of them under way.
-  opts.link_rate_mbps = 100;
+  opts.link_rates_mbps = {100};
   std::filesystem::remove_all(opts.log_dir);
   auto train = synthetic(job.batch_size * job.max_steps);
   actors::job_result r;

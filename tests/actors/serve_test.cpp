@@ -554,7 +554,7 @@ TEST_CASE("serve: the planner plans with the links as measured between the nodes
           "(paced to 100 Mbit/s), and the stats say so",
           "[serve]") {
   auto o = cluster_options(3, 27627);
-  o.link_rate_mbps = 100;
+  o.link_rates_mbps = {100};
   node_processes env{o};
   auto& cluster = env.cluster;
   auto& sys = *env.sys;

@@ -90,9 +90,11 @@ public:
     /// `--device` of each node, same convention (none: the CPU).
     std::vector<std::string> devices;
     int threads = 1;
-    /// > 0: every node paces its outgoing tensors to this rate (emulated
-    /// links on loopback, `asteroid node --link-rate`).
-    double link_rate_mbps = 0;
+    /// Mbit/s, same convention as `slowdowns`: > 0 paces a node's outgoing
+    /// tensors to that rate (emulated links on loopback, `asteroid node
+    /// --link-rate`); 0 or none: unpaced. One slow node among fast ones
+    /// emulates a device on a slower network.
+    std::vector<double> link_rates_mbps;
     /// Throw-away credentials of a new cluster (a fresh /tmp folder,
     /// removed with the cluster): the nodes accept only TLS with them, and
     /// the program that drives them connects with `credentials_folder()`.
