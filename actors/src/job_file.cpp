@@ -197,11 +197,16 @@ job_spec parse_job(const json& j, const std::string& where) {
   if (auto* x = planner::optional_member(j, "compression")) {
     auto cf = f["compression"];
     planner::check_keys(*x, cf,
-                        {"activations", "gradients", "error_feedback", "all_reduce"});
+                        {"activations", "gradients", "error_feedback", "all_reduce",
+                         "below_mbps"});
     read_optional(*x, cf, "activations", s.compression.activations);
     read_optional(*x, cf, "gradients", s.compression.gradients);
     read_optional(*x, cf, "error_feedback", s.compression.error_feedback);
     read_optional(*x, cf, "all_reduce", s.compression.all_reduce);
+    read_optional(*x, cf, "below_mbps", s.compression.below_mbps);
+    if (!(s.compression.below_mbps >= 0.0))
+      cf["below_mbps"].fail("expected a link rate in Mbit/s (0: compress every link), got "
+                            + planner::member(*x, cf, "below_mbps").dump());
     try {
       check_wire_compression(s.compression.activations, s.compression.gradients,
                              s.compression.error_feedback, s.compression.all_reduce);

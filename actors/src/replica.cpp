@@ -167,11 +167,12 @@ replica_actor::behavior_type replica_fun(replica_self* self,
     torch::Tensor t;
     try {
       // Activations, gradients and all-reduce chunks cross links as the
-      // job compresses them; inputs and labels as they are.
+      // job compresses them (activations come from the stage before,
+      // gradients from the next); inputs and labels as they are.
       t = m.kind == tensor_kind::activation
-            ? decode_wire_payload(m.payload, e->activation_codec)
+            ? decode_wire_payload(m.payload, e->link_codec(true, false, m.sender))
           : m.kind == tensor_kind::gradient
-            ? decode_wire_payload(m.payload, e->gradient_codec)
+            ? decode_wire_payload(m.payload, e->link_codec(false, true, m.sender))
           : m.kind == tensor_kind::all_reduce
             ? decode_wire_payload(m.payload, e->all_reduce_codec)
             : serialization::decode_tensor(m.payload);

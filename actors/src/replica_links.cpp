@@ -44,10 +44,11 @@ void send_bytes(replica_self* self, int index, bool activation, int mb, const to
                                      : serialization::tensor_kind::gradient);
   m.micro_batch = static_cast<int32_t>(mb);
   const auto& e = *st.e;
-  m.payload = activation
-                ? encode_wire_payload(t, e.activation_codec)
-                : encode_wire_payload(t, e.gradient_codec, e.gradient_feedback.get(),
-                                      int64_t{index} * 65536 + mb);
+  // Activations go to the next stage, gradients to the one before.
+  const auto codec = e.link_codec(activation, activation, index);
+  m.payload = activation ? encode_wire_payload(t, codec)
+                         : encode_wire_payload(t, codec, e.gradient_feedback.get(),
+                                               int64_t{index} * 65536 + mb);
   st.bytes[link] += static_cast<int64_t>(m.payload.size());
   transmit(self, activation ? peer_next : peer_prev, index, std::move(m));
 }

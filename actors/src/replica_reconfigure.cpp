@@ -19,6 +19,12 @@ void apply_spec(engine& e) {
   e.activation_codec = kernels::parse_wire_codec(spec.activation_codec);
   e.gradient_codec = kernels::parse_wire_codec(spec.gradient_codec);
   e.all_reduce_codec = kernels::parse_wire_codec(spec.all_reduce_codec);
+  e.plain_prev.assign(e.prev.size(), 0);
+  for (int q : spec.plain_prev)
+    e.plain_prev.at(static_cast<size_t>(q)) = 1;
+  e.plain_next.assign(e.next.size(), 0);
+  for (int q : spec.plain_next)
+    e.plain_next.at(static_cast<size_t>(q)) = 1;
   if (!spec.error_feedback || e.gradient_codec == kernels::wire_codec::none)
     e.gradient_feedback.reset();
   else if (!e.gradient_feedback)

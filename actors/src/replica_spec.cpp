@@ -5,7 +5,9 @@
 #include "asteroid/planner/json_reader.hpp"
 #include "asteroid/planner/schedule_check.hpp"
 
+#include <limits>
 #include <stdexcept>
+#include <tuple>
 
 namespace asteroid::actors {
 
@@ -44,7 +46,9 @@ json to_json(const replica_spec& s) {
               {"activation_codec", s.activation_codec},
               {"gradient_codec", s.gradient_codec},
               {"error_feedback", s.error_feedback},
-              {"all_reduce_codec", s.all_reduce_codec}};
+              {"all_reduce_codec", s.all_reduce_codec},
+              {"plain_prev", s.plain_prev},
+              {"plain_next", s.plain_next}};
 }
 
 namespace {
@@ -66,7 +70,8 @@ replica_spec read_spec(const json& j) {
                        "job", "snapshot_every", "restore_version",
                        "state_upload", "memory_budget", "memory_committed", "compute_device",
                        "activation_codec",
-                       "gradient_codec", "error_feedback", "all_reduce_codec"});
+                       "gradient_codec", "error_feedback", "all_reduce_codec",
+                       "plain_prev", "plain_next"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -113,6 +118,18 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "gradient_codec", s.gradient_codec);
   read_optional(j, f, "error_feedback", s.error_feedback);
   read_optional(j, f, "all_reduce_codec", s.all_reduce_codec);
+  for (auto [key, dst] : {std::pair{"plain_prev", &s.plain_prev},
+                          std::pair{"plain_next", &s.plain_next}}) {
+    if (!planner::optional_member(j, key))
+      continue;
+    std::vector<int64_t> indices;
+    read_required(j, f, key, indices);
+    for (auto q : indices) {
+      if (q < 0 || q > std::numeric_limits<int>::max())
+        f[key].fail("replica " + std::to_string(q) + " out of range");
+      dst->push_back(static_cast<int>(q));
+    }
+  }
   return s;
 }
 
@@ -136,6 +153,13 @@ void check_spec(const replica_spec& s) {
     throw std::invalid_argument("slowdown must be >= 1");
   check_wire_compression(s.activation_codec, s.gradient_codec, s.error_feedback,
                          s.all_reduce_codec);
+  for (auto [name, plain, n] : {std::tuple{"plain_prev", &s.plain_prev, s.prev_shares.size()},
+                                std::tuple{"plain_next", &s.plain_next, s.next_shares.size()}})
+    for (int q : *plain)
+      if (q < 0 || static_cast<size_t>(q) >= n)
+        throw std::invalid_argument(std::string(name) + ": replica " + std::to_string(q)
+                                    + " out of range (the neighbouring stage has "
+                                    + std::to_string(n) + ")");
   // A stream from a peer is executed as it comes: it must not be able to
   // make the replica index past its micro-batches or talk to a stage that
   // is not its neighbour.

@@ -75,6 +75,18 @@ struct engine {
   kernels::wire_codec gradient_codec = kernels::wire_codec::none;
   kernels::wire_codec all_reduce_codec = kernels::wire_codec::none;
   std::unique_ptr<kernels::error_feedback> gradient_feedback;
+  /// By replica of the previous / next stage: 1 where the link carries
+  /// float32 whatever the codecs say (the spec's plain_prev, plain_next).
+  std::vector<char> plain_prev, plain_next;
+  /// The codec of the activations (`activation`) or gradients crossing the
+  /// link to or from replica `q` of the neighbouring stage they go to or
+  /// come from.
+  kernels::wire_codec link_codec(bool activation, bool with_next, int q) const {
+    const auto& plain = with_next ? plain_next : plain_prev;
+    if (plain.at(static_cast<size_t>(q)))
+      return kernels::wire_codec::none;
+    return activation ? activation_codec : gradient_codec;
+  }
   bool first = false;
   bool last = false;
   span mine;

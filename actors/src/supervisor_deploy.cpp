@@ -277,6 +277,18 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   auto streams = planner::compile_schedule(p, planner::find_schedule(job_.schedule));
   planner::check_schedule(streams, p.micro_batches);
   size_t next_stream = 0;
+  // Which links carry float32 although the job compresses (its
+  // "below_mbps"): the planner priced each link by the same rule.
+  const auto links = full_cluster();
+  const bool by_rate = links.compress_below_Bps > 0.0;
+  auto plain = [&](int a, int b) { return by_rate && (a == b || !links.compressed(a, b)); };
+  auto plain_of = [&](int d, const std::vector<int>& peers) {
+    std::vector<int> out;
+    for (size_t q = 0; q < peers.size(); ++q)
+      if (plain(d, peers[q]))
+        out.push_back(static_cast<int>(q));
+    return out;
+  };
   for (int s = 0; s < P; ++s) {
     const auto& st = p.stages[s];
     stage_deployment dep;
@@ -286,6 +298,12 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
     dep.version = src.version;
     std::vector<caf::actor> member_devices;
     bool ships = false;
+    // A ring rounds its reduced chunks alike on every member: compressed as
+    // a whole when any link in it is.
+    bool ring_plain = true;
+    for (int a : st.devices)
+      for (int b : st.devices)
+        ring_plain = ring_plain && plain(a, b);
     for (size_t r = 0; r < st.devices.size(); ++r) {
       replica_spec spec;
       spec.model = job_.model;
@@ -317,8 +335,12 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.activation_codec = job_.compression.activations;
       spec.gradient_codec = job_.compression.gradients;
       spec.error_feedback = job_.compression.error_feedback;
-      spec.all_reduce_codec = job_.compression.all_reduce;
+      spec.all_reduce_codec = ring_plain ? "none" : job_.compression.all_reduce;
       auto d = st.devices[r];
+      if (s > 0)
+        spec.plain_prev = plain_of(d, p.stages[s - 1].devices);
+      if (s + 1 < P)
+        spec.plain_next = plain_of(d, p.stages[s + 1].devices);
       spec.label = "s" + std::to_string(s) + "r" + std::to_string(r) + "@"
                    + name_of(d);
       trace_.thread_names[{d, 100 * s + static_cast<int>(r)}]

@@ -107,6 +107,7 @@ planner::cluster supervisor::full_cluster() const {
     kernels::parse_wire_codec(job_.compression.gradients));
   c.all_reduce_wire_ratio = kernels::wire_ratio(
     kernels::parse_wire_codec(job_.compression.all_reduce));
+  c.compress_below_Bps = job_.compression.below_mbps * 1e6 / 8.0;
   return c;
 }
 
@@ -140,6 +141,7 @@ planner::plan supervisor::fresh_plan_on_survivors() {
   c.activation_wire_ratio = all.activation_wire_ratio;
   c.gradient_wire_ratio = all.gradient_wire_ratio;
   c.all_reduce_wire_ratio = all.all_reduce_wire_ratio;
+  c.compress_below_Bps = all.compress_below_Bps;
   for (size_t i = 0; i < alive.size(); ++i)
     for (size_t j = 0; j < alive.size(); ++j) {
       c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];

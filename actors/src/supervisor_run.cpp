@@ -40,7 +40,9 @@ job_result supervisor::run() {
   claim_nodes();
   speed_scale_.assign(devices_.size(), 1.0);
   memory_scale_.assign(devices_.size(), 1.0);
-  if (!job_.plan && job_.measure_links
+  // The planner needs the links; so does a job that compresses only its
+  // slow links, whoever planned it.
+  if ((!job_.plan || job_.compression.below_mbps > 0) && job_.measure_links
       && nodes_.size() == devices_.size()) {
     link_probe_options lp;
     lp.timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);

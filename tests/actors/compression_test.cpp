@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+
 using namespace asteroid;
 using namespace asteroid::test;
 using nlohmann::json;
@@ -128,4 +130,102 @@ TEST_CASE("compression: the job file names a codec it does not know, an int8 "
   CHECK(actors::parse_job(job, "j.json").check_replicas);
   job["compression"] = {{"all_reduce", "bf16"}};
   CHECK(actors::parse_job(job, "j.json").compression.all_reduce == "bf16");
+}
+
+namespace {
+
+using link_bytes = std::map<std::string, int64_t>;
+
+link_bytes bytes_of_last_step(const actors::job_result& r) {
+  link_bytes out;
+  for (auto& [link, bytes] : r.iterations.back()["link_bytes"].items())
+    out[link] = bytes.get<int64_t>();
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("compression: a job that compresses only links slower than below_mbps "
+          "sends float32 over its fast links and the codec over the slow ones, "
+          "a ring as a whole", "[compression]") {
+  // Node 2 sends at 40 Mbit/s, nodes 0 and 1 as fast as loopback goes: every
+  // link to or from node 2 measures slow.
+  auto o = cluster_options(3, 27323);
+  o.link_rates_mbps = {0, 0, 40};
+  actors::local_cluster cluster{o};
+  auto train = synthetic(16 * 6);
+  auto run = [&](std::vector<planner::stage_plan> stages, double below_mbps) {
+    auto job = base_job("cnn", make_plan(16, 2, std::move(stages)));
+    job.optimizer.lr = 0.02;
+    job.check_replicas = true;
+    if (below_mbps > 0) {
+      job.compression.activations = "fp16";
+      job.compression.gradients = "fp16";
+      job.compression.all_reduce = "fp16";
+      job.compression.below_mbps = below_mbps;
+    }
+    return run_on_cluster(job, cluster, train);
+  };
+  const auto compressed = [](int64_t bytes, int64_t plain) {
+    return bytes > 0 && bytes <= plain * 0.55;
+  };
+
+  SECTION("stage 1's ring holds the slow node: it is compressed, and so is the "
+          "link from stage 0 to it; the fast link carries float32") {
+    const std::vector<planner::stage_plan> stages{{0, 2, {0}, {8}}, {2, 4, {1, 2}, {5, 3}}};
+    auto plain = run(stages, 0);
+    auto mixed = run(stages, 200);
+    const auto a = bytes_of_last_step(plain);
+    const auto b = bytes_of_last_step(mixed);
+    INFO("uncompressed " << nlohmann::json(a).dump() << "; below 200 Mbit/s "
+                         << nlohmann::json(b).dump());
+    CHECK(b.at("s0r0->s1r0") == a.at("s0r0->s1r0"));           // node 0 -> node 1
+    CHECK(b.at("s1r0->s0r0") == a.at("s1r0->s0r0"));           // node 1 -> node 0
+    CHECK(compressed(b.at("s0r0->s1r1"), a.at("s0r0->s1r1"))); // node 0 -> node 2
+    CHECK(compressed(b.at("s1r1->s0r0"), a.at("s1r1->s0r0"))); // node 2 -> node 0
+    CHECK(compressed(b.at("ar s1r0->s1r1"), a.at("ar s1r0->s1r1")));
+    CHECK(compressed(b.at("ar s1r1->s1r0"), a.at("ar s1r1->s1r0")));
+    CHECK(mixed.replica_divergence == 0);
+    CHECK(mixed.last_loss == Approx(plain.last_loss).epsilon(0.05));
+    CHECK(max_abs_diff(mixed.model, plain.model) > 0);
+  }
+
+  SECTION("a ring of fast nodes stays float32; the slow node's links to it are "
+          "compressed") {
+    const std::vector<planner::stage_plan> stages{{0, 2, {2}, {8}}, {2, 4, {0, 1}, {5, 3}}};
+    auto plain = run(stages, 0);
+    auto mixed = run(stages, 200);
+    const auto a = bytes_of_last_step(plain);
+    const auto b = bytes_of_last_step(mixed);
+    INFO("uncompressed " << nlohmann::json(a).dump() << "; below 200 Mbit/s "
+                         << nlohmann::json(b).dump());
+    CHECK(b.at("ar s1r0->s1r1") == a.at("ar s1r0->s1r1"));
+    CHECK(b.at("ar s1r1->s1r0") == a.at("ar s1r1->s1r0"));
+    CHECK(compressed(b.at("s0r0->s1r0"), a.at("s0r0->s1r0")));
+    CHECK(compressed(b.at("s1r1->s0r0"), a.at("s1r1->s0r0")));
+    CHECK(mixed.replica_divergence == 0);
+  }
+
+  SECTION("above every link's rate, every link is compressed; below every "
+          "link's, none is and training is bit-exact") {
+    const std::vector<planner::stage_plan> stages{{0, 2, {0}, {8}}, {2, 4, {1}, {8}}};
+    auto plain = run(stages, 0);
+    auto none = run(stages, 1);
+    CHECK(bytes_of_last_step(none) == bytes_of_last_step(plain));
+    CHECK(max_abs_diff(none.model, plain.model) == 0);
+    auto all = run(stages, 1e6);
+    CHECK(compressed(bytes_of_last_step(all).at("s0r0->s1r0"),
+                     bytes_of_last_step(plain).at("s0r0->s1r0")));
+  }
+}
+
+TEST_CASE("compression: below_mbps is a rate, 0 or more", "[compression]") {
+  json job{{"model", "mlp"}, {"nodes", {"127.0.0.1:1"}}, {"planner", "asteroid"}};
+  job["compression"] = {{"activations", "fp16"}, {"below_mbps", 100}};
+  CHECK(actors::parse_job(job, "j.json").compression.below_mbps == 100);
+  job["compression"]["below_mbps"] = -5;
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"),
+                    Catch::Contains("below_mbps") && Catch::Contains("-5"));
+  job["compression"]["below_mbps"] = "fast";
+  CHECK_THROWS_WITH(actors::parse_job(job, "j.json"), Catch::Contains("below_mbps"));
 }

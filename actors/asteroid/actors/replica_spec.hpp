@@ -73,6 +73,12 @@ struct replica_spec {
   /// How the chunks of this stage's ring all-reduce cross links (none,
   /// fp16 or bf16).
   std::string all_reduce_codec = "none";
+  /// The previous and the next stage's replicas (by index) whose links to
+  /// this one carry float32 whatever the codecs above say: the job
+  /// compresses only its slow links ("compression": {"below_mbps"}).
+  /// Both ends of a link are told the same, so they agree on its bytes.
+  std::vector<int> plain_prev;
+  std::vector<int> plain_next;
 };
 
 nlohmann::json to_json(const replica_spec& spec);

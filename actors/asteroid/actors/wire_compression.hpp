@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// Compression of the activations and gradients that cross links between
-/// stages (kernels/wire_codec.hpp): chosen per job, carried in every replica
-/// spec, applied by the sending replica and undone by the receiving one.
+/// stages (kernels/wire_codec.hpp): chosen per job and, by their rate, per
+/// link; carried in every replica spec, applied by the sending replica and
+/// undone by the receiving one.
 #include "asteroid/kernels/wire_codec.hpp"
 
 #include <torch/torch.h>
@@ -13,7 +14,8 @@
 namespace asteroid::actors {
 
 /// A job's choice (job file: "compression": {"activations": "fp16",
-/// "gradients": "bf16", "error_feedback": true, "all_reduce": "fp16"}).
+/// "gradients": "bf16", "error_feedback": true, "all_reduce": "fp16",
+/// "below_mbps": 200}).
 struct wire_compression {
   /// none, fp16, bf16, int8 or int8-channel.
   std::string activations = "none";
@@ -26,6 +28,12 @@ struct wire_compression {
   /// replica of the stage ends with the same gradient (the owner of each
   /// reduced chunk rounds it as its peers receive it), not the exact sum.
   std::string all_reduce = "none";
+  /// Compress only the links slower than this many Mbit/s (measured when
+  /// the job measures its links, else taken as 1 Gbit/s); faster links,
+  /// and a device's links to itself, carry float32. 0: every link. A link
+  /// is compressed both ways when either way is slow, and a stage's ring
+  /// as a whole when any two of its members are joined by a slow link.
+  double below_mbps = 0.0;
 };
 
 /// Throws std::invalid_argument naming the field ("activations",
