@@ -23,6 +23,7 @@ struct plan_args {
   std::string planner = "asteroid";
   std::string json_out;
   bool compare = false;
+  bool snapshots = false;
   std::string mode = "training";
   planner::inference_options inference;
 };
@@ -135,6 +136,12 @@ void add_plan_command(CLI::App& app) {
                   "--config`); '-' prints it instead of the table");
   cmd->add_flag("--compare", a->compare,
                 "Run every planner and print their predicted throughput");
+  cmd->add_flag("--snapshots", a->snapshots,
+                "Training: count the copy of each stage's weights and optimizer "
+                "state that a job taking snapshots (fault_tolerance.snapshot_every "
+                "> 0, a job's default) holds between steps in every device's "
+                "memory; without it, as a profile says (\"state_snapshots\", "
+                "off unless set)");
   cmd->add_option("--mode", a->mode,
                   "training (hybrid pipeline parallelism) or inference (one "
                   "device per stage, EdgePipe's planner; its planners are "
@@ -152,6 +159,8 @@ void add_plan_command(CLI::App& app) {
     ->capture_default_str();
   cmd->callback([a] {
     auto profile = a->source.resolve();
+    if (a->snapshots)
+      profile.state_snapshots = true;
     auto c = planner::rebase_speeds(planner::load_cluster_file(a->cluster_path),
                                     profile);
     if (a->mode == "inference") {
