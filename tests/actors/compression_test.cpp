@@ -166,6 +166,18 @@ TEST_CASE("compression: a job that compresses only links slower than below_mbps 
     }
     return run_on_cluster(job, cluster, train);
   };
+  // The same job uncompressed and with every codec on links below 200
+  // Mbit/s, and the bytes of their last steps.
+  struct comparison {
+    actors::job_result plain, mixed;
+    link_bytes a, b;
+  };
+  auto uncompressed_and_below_200 = [&](const std::vector<planner::stage_plan>& stages) {
+    comparison c{run(stages, 0), run(stages, 200), {}, {}};
+    c.a = bytes_of_last_step(c.plain);
+    c.b = bytes_of_last_step(c.mixed);
+    return c;
+  };
   const auto compressed = [](int64_t bytes, int64_t plain) {
     return bytes > 0 && bytes <= plain * 0.55;
   };
@@ -173,10 +185,8 @@ TEST_CASE("compression: a job that compresses only links slower than below_mbps 
   SECTION("stage 1's ring holds the slow node: it is compressed, and so is the "
           "link from stage 0 to it; the fast link carries float32") {
     const std::vector<planner::stage_plan> stages{{0, 2, {0}, {8}}, {2, 4, {1, 2}, {5, 3}}};
-    auto plain = run(stages, 0);
-    auto mixed = run(stages, 200);
-    const auto a = bytes_of_last_step(plain);
-    const auto b = bytes_of_last_step(mixed);
+    const auto c = uncompressed_and_below_200(stages);
+    const auto& [plain, mixed, a, b] = c;
     INFO("uncompressed " << nlohmann::json(a).dump() << "; below 200 Mbit/s "
                          << nlohmann::json(b).dump());
     CHECK(b.at("s0r0->s1r0") == a.at("s0r0->s1r0"));           // node 0 -> node 1
@@ -193,10 +203,8 @@ TEST_CASE("compression: a job that compresses only links slower than below_mbps 
   SECTION("a ring of fast nodes stays float32; the slow node's links to it are "
           "compressed") {
     const std::vector<planner::stage_plan> stages{{0, 2, {2}, {8}}, {2, 4, {0, 1}, {5, 3}}};
-    auto plain = run(stages, 0);
-    auto mixed = run(stages, 200);
-    const auto a = bytes_of_last_step(plain);
-    const auto b = bytes_of_last_step(mixed);
+    const auto c = uncompressed_and_below_200(stages);
+    const auto& [plain, mixed, a, b] = c;
     INFO("uncompressed " << nlohmann::json(a).dump() << "; below 200 Mbit/s "
                          << nlohmann::json(b).dump());
     CHECK(b.at("ar s1r0->s1r1") == a.at("ar s1r0->s1r1"));
