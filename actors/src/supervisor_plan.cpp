@@ -82,8 +82,9 @@ const planner::model_profile& supervisor::profile() {
     throw std::runtime_error("planner '" + name + "': profiling model '"
                              + job_.model + "' failed: " + e.what());
   }
-  // The memory model counts the copy a snapshot takes when the job takes them.
-  profile_->state_snapshots = job_.fault_tolerance.snapshot_every > 0;
+  // The memory model counts the copy a snapshot takes when the replicas take
+  // them: the rule their specs are given by (not for 'restart' or 'none').
+  profile_->state_snapshots = snapshots_on();
   if (profile_->num_layers() != model_->size())
     throw std::invalid_argument(
       "profile of '" + profile_->model + "' has "

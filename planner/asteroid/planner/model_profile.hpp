@@ -53,9 +53,10 @@ struct model_profile {
   int64_t input_bytes_per_sample = 0;
   std::vector<layer_profile> layers;
   /// Whether the runtime copies each stage's weights and optimizer state
-  /// between steps (the snapshots fault tolerance replicates; a job's
-  /// `snapshot_every` > 0), which the memory model then counts. A property of
-  /// the job more than of the model: the supervisor sets it from the job.
+  /// between steps (the snapshots fault tolerance replicates: a job's
+  /// `snapshot_every` > 0 with a recovery that restores from them), which
+  /// the memory model then counts. A property of the job more than of the
+  /// model: the supervisor sets it from the job.
   bool state_snapshots = false;
 
   int num_layers() const { return static_cast<int>(layers.size()); }
