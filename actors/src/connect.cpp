@@ -32,6 +32,8 @@ void configure(caf::actor_system_config& cfg, const net_options& net) {
     cfg.openssl_cafile = net.tls.ca;
   }
   add_tensor_message_type(cfg);
+  // The passes in a replica's report to the micro-batch relay (protocol.hpp).
+  cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
   cfg.set("middleman.heartbeat-interval", caf::timespan{net.heartbeat});
   cfg.set("middleman.connection-timeout",
           caf::timespan{net.connection_timeout});

@@ -268,20 +268,12 @@ replica_actor::behavior_type replica_fun(replica_self* self,
           spdlog::error("{}: unknown peer role {}", name_of(*e), role);
       }
     },
-    [=](start_atom, int64_t step, const std::vector<caf::actor>& mbs) {
+    [=](start_atom, int64_t step, const caf::actor& reports_to) {
       if (refused("a start", false))
         return;
       auto& s = self->state;
-      if (mbs.size() == static_cast<size_t>(e->spec.micro_batches)) {
-        auto& typed = s.micro_batches[step];
-        typed.clear();
-        for (auto& m : mbs)
-          typed.push_back(caf::actor_cast<micro_batch_actor>(m));
-      } else if (!mbs.empty()) {
-        spdlog::error("{}: step {} came with {} micro-batch actors for {} "
-                      "micro-batches; it runs without them",
-                      name_of(*e), step, mbs.size(), e->spec.micro_batches);
-      }
+      if (reports_to)
+        s.micro_batches[step] = caf::actor_cast<micro_batch_relay_actor>(reports_to);
       s.starts.insert(step);
       advance(self);
     },

@@ -82,6 +82,7 @@ void reconfigure(replica_self* self, replica_spec next) {
   st.pc = 0;
   st.starts.clear();
   st.micro_batches.clear();
+  st.unreported.clear();
   st.inputs.clear();
   st.labels.clear();
   st.acts.clear();

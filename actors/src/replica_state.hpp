@@ -137,9 +137,13 @@ struct replica_state {
   bool failed = false;
   size_t pc = 0;
   std::set<int64_t> starts;
-  /// The micro-batch actors of each started step, by micro-batch (none: the
-  /// job runs without them).
-  std::map<int64_t, std::vector<micro_batch_actor>> micro_batches;
+  /// Where each started step's passes are reported (the job's micro-batch
+  /// relay; none: the job runs without micro-batch actors).
+  std::map<int64_t, micro_batch_relay_actor> micro_batches;
+  /// Passes of the running step finished since the last report (each
+  /// `2 * micro-batch + pass`): one message takes them all when the step
+  /// waits or ends (flush_progress).
+  std::vector<int32_t> unreported;
   /// The first stage's inputs and the last stage's labels, by (step, mb).
   std::map<std::pair<int64_t, int>, torch::Tensor> inputs, labels;
   std::vector<torch::Tensor> x, y, in, out, grad_out;
@@ -167,7 +171,8 @@ struct replica_state {
   double busy_s = 0;
   double overrun_s = 0; ///< compute beyond the emulated time (compute())
   double loss = 0;
-  int64_t progress_sent = 0; ///< reports to micro-batch actors
+  int64_t progress_sent = 0;    ///< passes reported to micro-batch actors
+  int64_t progress_messages = 0; ///< the messages that carried them
   nlohmann::json events = nlohmann::json::array();
   std::map<std::string, int64_t> bytes;
   int max_unacked = 0;
@@ -188,6 +193,7 @@ struct replica_state {
     busy_s = 0;
     overrun_s = 0;
     progress_sent = 0;
+    progress_messages = 0;
     events = nlohmann::json::array();
   }
 };

@@ -28,18 +28,35 @@ enum class outcome {
 
 using handler = outcome (*)(replica_self*, const instruction&);
 
-/// Tells micro-batch `mb`'s actor that this replica finished `pass` of its
-/// rows (nothing when the step came without micro-batch actors).
+/// Notes for micro-batch `mb`'s actor that this replica finished `pass` of
+/// its rows (nothing when the step came without micro-batch actors);
+/// flush_progress sends the notes.
 void tell_micro_batch(replica_self* self, int mb, micro_batch_pass pass) {
   auto& st = self->state;
-  auto it = st.micro_batches.find(st.step);
-  if (it == st.micro_batches.end() || mb < 0
-      || static_cast<size_t>(mb) >= it->second.size())
+  if (mb < 0 || mb >= st.e->spec.micro_batches
+      || st.micro_batches.count(st.step) == 0)
     return;
-  self->send(it->second[static_cast<size_t>(mb)], progress_atom::value,
-             static_cast<int32_t>(st.e->spec.stage),
-             static_cast<int32_t>(st.e->spec.replica), int32_t{pass});
-  ++st.progress_sent;
+  st.unreported.push_back(2 * mb + pass);
+}
+
+/// Sends the passes noted since the last report in one message. Called
+/// when the step waits and when it ends, so a pass is reported before the
+/// replica idles: from the nodes' processes to the supervisor's, one message
+/// per pass cost more of the 4-device job's compute than every other control
+/// message (docs/runtime.md, "Micro-batch actors").
+void flush_progress(replica_self* self) {
+  auto& st = self->state;
+  if (st.unreported.empty())
+    return;
+  auto it = st.micro_batches.find(st.step);
+  if (it != st.micro_batches.end()) {
+    st.progress_sent += static_cast<int64_t>(st.unreported.size());
+    ++st.progress_messages;
+    self->send(it->second, progress_atom::value, st.step,
+               static_cast<int32_t>(st.e->spec.stage),
+               static_cast<int32_t>(st.e->spec.replica), st.unreported);
+  }
+  st.unreported.clear();
 }
 
 outcome load_micro_batch(replica_self* self, const instruction& ins) {
@@ -262,6 +279,7 @@ nlohmann::json transports(const replica_state& st) {
 void finish_step(replica_self* self) {
   auto& st = self->state;
   auto& e = *st.e;
+  flush_progress(self);
   // A replica on a GPU holds the job's tensors in device memory: its
   // allocator's peak is what the node's budget is for there.
   const auto gpu = kernels::device_memory_stats(e.device);
@@ -288,6 +306,7 @@ void finish_step(replica_self* self) {
                         {"compute_device", e.spec.compute_device},
                         {"memory_budget_bytes", e.spec.memory_budget},
                         {"micro_batch_reports", st.progress_sent},
+                        {"micro_batch_messages", st.progress_messages},
                         {"bytes", st.bytes},
                         {"channels", transports(st)},
                         {"events", std::move(st.events)}};
@@ -327,6 +346,7 @@ void advance(replica_self* self) {
         return; // the reconfiguration or the stop is in the mailbox
       const auto& ins = stream[st.pc];
       if (table[static_cast<size_t>(ins.kind)](self, ins) == outcome::wait) {
+        flush_progress(self);
         if (!st.blocked) {
           st.blocked = true;
           st.blocked_since = std::chrono::steady_clock::now();

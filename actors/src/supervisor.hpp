@@ -120,6 +120,8 @@ public:
     // replica it deployed outlives it on a node.
     stop_replicas();
     release_nodes();
+    if (micro_batch_relay_)
+      self_->send(micro_batch_relay_, stop_atom::value);
   }
 
   job_result run();
@@ -253,16 +255,18 @@ private:
   /// Spawns step `step`'s micro-batch actors (stopping any it had), each with
   /// its route through the current plan; none when the job turned them off.
   void spawn_micro_batches(int64_t step);
-  /// Step `step`'s micro-batch actors, by micro-batch, for its start
-  /// message (empty: none).
-  std::vector<caf::actor> micro_batch_handles(int64_t step) const;
+  /// Where step `step`'s replicas report their passes, for its start
+  /// message: the relay, or an invalid handle when the step has no
+  /// micro-batch actors.
+  caf::actor micro_batch_reports_to(int64_t step) const;
   /// Where every micro-batch still in the pipeline is, asked of its actor
   /// (micro_batch_progress::where); those that finished are not listed.
   json micro_batches_in_flight();
   /// Step `step` is done: every pass of it has been reported, so its
   /// micro-batch actors have quit or are about to; they are stopped anyway,
-  /// so that one a report never reached does not outlive its step.
-  void forget_micro_batches(int64_t step);
+  /// so that one a report never reached does not outlive its step. Returns
+  /// the passes the relay took to them (-1: it did not answer).
+  int64_t forget_micro_batches(int64_t step);
   void stop_micro_batches();
   void ping_all(clock::time_point now);
   /// A device answered heartbeat `seq` (round * 4096 + device).
@@ -400,6 +404,12 @@ private:
   json stage_actors_record_ = json::array();
   /// The current generation's micro-batch actors, by step, then micro-batch.
   std::map<int64_t, std::vector<micro_batch_actor>> micro_batches_;
+  /// Takes the replicas' reports to them (spawned with the first step's
+  /// actors; stopped with the supervisor).
+  micro_batch_relay_actor micro_batch_relay_;
+  /// Passes the relay took to the last finished step's actors (its record's
+  /// `micro_batch_relayed`).
+  int64_t micro_batch_relayed_ = 0;
   /// Replicas the last deployment kept running ({"replica", "actor",
   /// "restored_version"}: -1 when their state was kept as it was).
   std::vector<json> kept_;

@@ -2,6 +2,7 @@
 #include "supervisor.hpp"
 
 #include "asteroid/actors/micro_batch.hpp"
+#include "asteroid/actors/micro_batch_relay.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -32,19 +33,23 @@ void supervisor::spawn_micro_batches(int64_t step) {
     route.stages.push_back(std::move(pieces));
   }
   auto& actors = micro_batches_[step];
+  std::vector<caf::actor> handles;
   for (int m = 0; m < plan_.micro_batches; ++m) {
     route.micro_batch = m;
     actors.push_back(spawn_micro_batch(sys_, route));
+    handles.push_back(caf::actor_cast<caf::actor>(actors.back()));
   }
+  if (!micro_batch_relay_)
+    micro_batch_relay_ = spawn_micro_batch_relay(sys_);
+  // A local send: in the relay's mailbox before any replica hears of the
+  // step (the start goes out after this), so no report finds it unknown.
+  self_->send(micro_batch_relay_, adopt_atom::value, step, std::move(handles));
 }
 
-std::vector<caf::actor> supervisor::micro_batch_handles(int64_t step) const {
-  std::vector<caf::actor> out;
-  auto it = micro_batches_.find(step);
-  if (it != micro_batches_.end())
-    for (auto& m : it->second)
-      out.push_back(caf::actor_cast<caf::actor>(m));
-  return out;
+caf::actor supervisor::micro_batch_reports_to(int64_t step) const {
+  if (micro_batches_.count(step) == 0)
+    return {};
+  return caf::actor_cast<caf::actor>(micro_batch_relay_);
 }
 
 json supervisor::micro_batches_in_flight() {
@@ -64,13 +69,21 @@ json supervisor::micro_batches_in_flight() {
   return out;
 }
 
-void supervisor::forget_micro_batches(int64_t step) {
+int64_t supervisor::forget_micro_batches(int64_t step) {
   auto it = micro_batches_.find(step);
   if (it == micro_batches_.end())
-    return;
+    return 0;
   for (auto& m : it->second)
     caf::anon_send(m, stop_atom::value);
   micro_batches_.erase(it);
+  // Every replica sent its last report of the step before its done, on the
+  // same connection to this process, so the relay has taken them all before
+  // this request: the count is the step's, not a race's.
+  int64_t relayed = -1;
+  self_->request(micro_batch_relay_, std::chrono::seconds(1),
+                 release_atom::value, step)
+    .receive([&](int64_t n) { relayed = n; }, [&](caf::error&) {});
+  return relayed;
 }
 
 void supervisor::stop_micro_batches() {
@@ -78,6 +91,8 @@ void supervisor::stop_micro_batches() {
     for (auto& m : actors)
       caf::anon_send(m, stop_atom::value);
   micro_batches_.clear();
+  if (micro_batch_relay_)
+    self_->send(micro_batch_relay_, release_atom::value, int64_t{-1});
 }
 
 } // namespace asteroid::actors::detail

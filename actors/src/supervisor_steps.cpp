@@ -191,10 +191,10 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   if (fed_step_ != step)
     feed(step, batch);
   auto start_all = [&](int64_t s) {
-    auto micro_batches = micro_batch_handles(s); // the same for every replica
+    auto reports_to = micro_batch_reports_to(s);
     for (auto& st : stages_)
       for (auto& r : st)
-        self_->send(r.handle, start_atom::value, s, micro_batches);
+        self_->send(r.handle, start_atom::value, s, reports_to);
   };
   if (!started_ahead(step))
     start_all(step);
@@ -299,7 +299,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
   if (!failure.empty())
     throw std::runtime_error(failure);
   if (lost.empty())
-    forget_micro_batches(step);
+    micro_batch_relayed_ = forget_micro_batches(step);
   return lost;
 }
 
@@ -336,7 +336,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                                   bool started_ahead) {
   const auto P = plan_.num_stages();
   double loss = 0;
-  int64_t micro_batch_messages = 0;
+  int64_t micro_batch_reports = 0, micro_batch_messages = 0;
   json links = json::object();
   json reps = json::array();
   for (auto& rep : reports) {
@@ -344,7 +344,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
       loss += rep["loss"].get<double>();
     for (auto& [k, v] : rep["bytes"].items())
       links[k] = v;
-    micro_batch_messages += rep.value("micro_batch_reports", int64_t{0});
+    micro_batch_reports += rep.value("micro_batch_reports", int64_t{0});
+    micro_batch_messages += rep.value("micro_batch_messages", int64_t{0});
     int s = rep["stage"], r = rep["replica"];
     int d = stages_[s][r].device;
     reps.push_back({{"replica", rep["label"]},
@@ -397,7 +398,9 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"stage_actors", stage_actors},
            {"link_bytes", links},    {"generation", generation_},
            {"micro_batch_actors", job_.micro_batch_actors ? plan_.micro_batches : 0},
+           {"micro_batch_reports", micro_batch_reports},
            {"micro_batch_messages", micro_batch_messages},
+           {"micro_batch_relayed", micro_batch_relayed_},
            {"started_ahead", started_ahead}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);

@@ -78,7 +78,7 @@ double plain_loop_step_s(const std::string& model_name, const data::dataset& tra
 struct framework_steps {
   double step_s = 0;    ///< median step as the supervisor times it
   double compute_s = 0; ///< median of the replica's compute in those steps
-  double micro_batch_messages = 0; ///< median per step, from the records
+  double micro_batch_messages = 0; ///< report messages, median per step, from the records
 };
 
 /// How a framework run differs from the default job.
@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
     auto plain_ms = median(plains) * 1e3;
     std::printf("\nMicro-batch actors (one per micro-batch and step, told of each "
                 "pass), with / without them, median over rounds\n\n| micro-batches "
-                "| reports per step | step ratio with / without | around the compute, "
+                "| report messages per step | step ratio with / without | around the compute, "
                 "with | without | difference / plain step |\n|---|---|---|---|---|---|\n");
     for (auto [on, off, m] : {std::tuple{v_default, v_no_mb_actors, 1},
                               std::tuple{v_m4, v_m4_no_mb_actors, 4}})

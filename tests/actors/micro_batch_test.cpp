@@ -1,6 +1,8 @@
 // Micro-batch actors (issue #20, item 6): the progress a micro-batch actor
-// keeps, and the actor itself (no processes).
+// keeps, the actor itself and the relay that takes replicas' reports to it
+// (no processes).
 #include "asteroid/actors/micro_batch.hpp"
+#include "asteroid/actors/micro_batch_relay.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -138,4 +140,64 @@ TEST_CASE("a micro-batch actor stops when told to") {
   self->receive([&](caf::down_msg&) { down = true; },
                 caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(down);
+}
+
+TEST_CASE("the micro-batch relay takes each pass of a report to its "
+          "micro-batch's actor, drops what matches no micro-batch, and takes "
+          "a step's actors only from its own process") {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto relay = actors::spawn_micro_batch_relay(sys);
+  auto route = two_stage_route();
+  route.micro_batch = 0;
+  auto mb0 = actors::spawn_micro_batch(sys, route);
+  route.micro_batch = 1;
+  auto mb1 = actors::spawn_micro_batch(sys, route);
+  self->monitor(mb0);
+  self->monitor(mb1);
+  const int64_t step = 7;
+  self->send(relay, actors::adopt_atom::value, step,
+             std::vector<caf::actor>{caf::actor_cast<caf::actor>(mb0),
+                                     caf::actor_cast<caf::actor>(mb1)});
+  // Without a sender, as a message from another process may come: ignored,
+  // step 8 stays unknown.
+  caf::anon_send(relay, actors::adopt_atom::value, int64_t{8},
+                 std::vector<caf::actor>{caf::actor_cast<caf::actor>(mb0)});
+  auto report = [&](int64_t at, int stage, int replica, std::vector<int32_t> passes) {
+    self->send(relay, actors::progress_atom::value, at, int32_t(stage),
+               int32_t(replica), std::move(passes));
+  };
+  // Every forward and backward pass of both micro-batches (2 * mb + pass),
+  // in four reports, plus passes that name no micro-batch and a report of
+  // an unknown step.
+  report(step, 0, 0, {0, 2, 5});
+  report(step, 0, 1, {0, 2, -1});
+  report(step, 1, 0, {0, 1, 2, 3, 4});
+  report(8, 0, 0, {0});
+  report(step, 0, 0, {1, 3});
+  report(step, 0, 1, {1, 3});
+  // Each actor quits after its micro-batch's last backward pass.
+  bool down0 = false, down1 = false;
+  for (int i = 0; i < 2; ++i)
+    self->receive(
+      [&](caf::down_msg& dm) {
+        down0 |= dm.source == mb0.address();
+        down1 |= dm.source == mb1.address();
+      },
+      caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(down0);
+  CHECK(down1);
+  // 12 passes: three replicas' forward and backward of two micro-batches
+  // (micro-batch 2's passes, 4 and 5, and -1 were dropped).
+  int64_t relayed = -2;
+  self->request(relay, std::chrono::seconds(5), actors::release_atom::value, step)
+    .receive([&](int64_t n) { relayed = n; },
+             [&](caf::error& err) { FAIL(sys.render(err)); });
+  CHECK(relayed == 12);
+  self->request(relay, std::chrono::seconds(5), actors::release_atom::value, step)
+    .receive([&](int64_t n) { relayed = n; },
+             [&](caf::error& err) { FAIL(sys.render(err)); });
+  CHECK(relayed == 0); // released: forgotten
+  self->send(relay, actors::stop_atom::value);
 }

@@ -3,10 +3,10 @@
 /// Forward declarations of the runtime's types (as CAF's own `caf/fwd.hpp`
 /// does), so a header that only names them need not pull in their
 /// definitions. The actors' typed interfaces (`device_actor`,
-/// `replica_actor`, `micro_batch_actor`, `replica_builder_actor` in
-/// protocol.hpp, `stage_actor` in stage.hpp, `supervisor_actor` in
-/// supervisor_actor.hpp) are not here: a `caf::typed_actor` alias needs its
-/// message types complete.
+/// `replica_actor`, `micro_batch_actor`, `micro_batch_relay_actor`,
+/// `replica_builder_actor` in protocol.hpp, `stage_actor` in stage.hpp,
+/// `supervisor_actor` in supervisor_actor.hpp) are not here: a
+/// `caf::typed_actor` alias needs its message types complete.
 #include <cstdint>
 #include <memory>
 

@@ -10,8 +10,9 @@
 /// handle.
 ///
 /// The actors' contracts are typed interfaces, checked by the compiler on
-/// both sides: `device_actor`, `replica_actor` and `micro_batch_actor` below
-/// (device.cpp, replica.cpp and micro_batch.cpp implement them; the
+/// both sides: `device_actor`, `replica_actor`, `micro_batch_actor` and
+/// `micro_batch_relay_actor` below (device.cpp, replica.cpp, micro_batch.cpp
+/// and micro_batch_relay.cpp implement them; the
 /// supervisor, the probes and tests send through them), `stage_actor` in
 /// stage.hpp, `supervisor_actor` in supervisor_actor.hpp. What replicas
 /// send to the supervisor's step driver (a dynamically typed actor):
@@ -163,10 +164,11 @@ using replica_actor = caf::typed_actor<
   /// Its links (peer_role, index, actor, data endpoint): the link's
   /// channel is TCP to that data endpoint, or CAF when it is empty.
   caf::reacts_to<peer_atom, int32_t, int32_t, caf::actor, std::string>,
-  /// Run step `step` (starts may arrive ahead of the step); the step's
-  /// micro-batch actors (`micro_batch_actor`), by micro-batch, are told of
-  /// each pass (none: the job runs without them).
-  caf::reacts_to<start_atom, int64_t, std::vector<caf::actor>>,
+  /// Run step `step` (starts may arrive ahead of the step); the relay
+  /// (`micro_batch_relay_actor`) that takes the replica's reports of each
+  /// pass to the step's micro-batch actors (invalid: the job runs without
+  /// them).
+  caf::reacts_to<start_atom, int64_t, caf::actor>,
   /// Activations, gradients, all-reduce chunks, inputs, labels.
   caf::reacts_to<tensor_atom, serialization::tensor_message>,
   /// A credit back from a peer (generation, kind: 0 activation / 1
@@ -199,6 +201,25 @@ using micro_batch_actor = caf::typed_actor<
   caf::reacts_to<progress_atom, int32_t, int32_t, int32_t>,
   /// Where the micro-batch is (micro_batch_progress::where, as JSON).
   caf::replies_to<where_atom>::with<std::string>,
+  caf::reacts_to<stop_atom>>;
+
+/// The job's micro-batch relay (micro_batch_relay.cpp): one per step driver,
+/// in the supervisor's process, next to the micro-batch actors. A replica
+/// sends it the passes it finished since its last report in one message,
+/// and the relay tells each pass to its micro-batch's actor: one remote
+/// message per report instead of one per pass, and one proxy on each node
+/// for the whole job instead of one per micro-batch actor per step.
+/// Reports of a step it does not know, or that name no micro-batch of it,
+/// are dropped; the step's actors come only from its own process.
+using micro_batch_relay_actor = caf::typed_actor<
+  /// Replica `replica` of stage `stage` finished these passes of step
+  /// `step`, each `2 * micro-batch + pass` (micro_batch_pass), in order.
+  caf::reacts_to<progress_atom, int64_t, int32_t, int32_t, std::vector<int32_t>>,
+  /// Step `step`'s micro-batch actors, by micro-batch.
+  caf::reacts_to<adopt_atom, int64_t, std::vector<caf::actor>>,
+  /// Step `step` is over: its actors are forgotten (-1: every step). The
+  /// reply counts the passes relayed for it (-1 to another process).
+  caf::replies_to<release_atom, int64_t>::with<int64_t>,
   caf::reacts_to<stop_atom>>;
 
 /// A device's replica builder (device.cpp): builds one replica at a time on
