@@ -13,6 +13,7 @@ namespace {
 
 /// One step the step driver fed.
 struct relayed_step {
+  int64_t generation = -1;               ///< whose reports it takes
   std::vector<micro_batch_actor> actors; ///< by micro-batch
   int64_t passes = 0;                    ///< relayed to them so far
 };
@@ -36,12 +37,13 @@ bool from_own_process(relay_self self) {
 micro_batch_relay_actor::behavior_type relay_fun(relay_self self) {
   detail::drop_unexpected(self, "micro-batch relay");
   return {
-    [=](progress_atom, int64_t step, int32_t stage, int32_t replica,
-        const std::vector<int32_t>& passes) {
+    [=](progress_atom, int64_t generation, int64_t step, int32_t stage,
+        int32_t replica, const std::vector<int32_t>& passes) {
       auto it = self->state.steps.find(step);
       // A step released while reports of it were on their way (the step
-      // driver stops its actors anyway) or one of a deployment before.
-      if (it == self->state.steps.end())
+      // driver stops its actors anyway), or a replica of a deployment before
+      // whose report comes after the step was fed again.
+      if (it == self->state.steps.end() || it->second.generation != generation)
         return;
       const auto& actors = it->second.actors;
       for (auto code : passes) {
@@ -57,7 +59,8 @@ micro_batch_relay_actor::behavior_type relay_fun(relay_self self) {
         ++it->second.passes;
       }
     },
-    [=](adopt_atom, int64_t step, const std::vector<caf::actor>& actors) {
+    [=](adopt_atom, int64_t step, int64_t generation,
+        const std::vector<caf::actor>& actors) {
       if (!from_own_process(self)) {
         spdlog::error("micro-batch relay: ignored micro-batch actors for "
                       "step {} from another process",
@@ -66,6 +69,7 @@ micro_batch_relay_actor::behavior_type relay_fun(relay_self self) {
       }
       auto& entry = self->state.steps[step];
       entry = relayed_step{};
+      entry.generation = generation;
       for (auto& a : actors)
         entry.actors.push_back(caf::actor_cast<micro_batch_actor>(a));
     },

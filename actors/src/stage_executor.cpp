@@ -52,7 +52,8 @@ void flush_progress(replica_self* self) {
   if (it != st.micro_batches.end()) {
     st.progress_sent += static_cast<int64_t>(st.unreported.size());
     ++st.progress_messages;
-    self->send(it->second, progress_atom::value, st.step,
+    self->send(it->second, progress_atom::value,
+               static_cast<int64_t>(st.e->spec.generation), st.step,
                static_cast<int32_t>(st.e->spec.stage),
                static_cast<int32_t>(st.e->spec.replica), st.unreported);
   }

@@ -43,7 +43,8 @@ void supervisor::spawn_micro_batches(int64_t step) {
     micro_batch_relay_ = spawn_micro_batch_relay(sys_);
   // A local send: in the relay's mailbox before any replica hears of the
   // step (the start goes out after this), so no report finds it unknown.
-  self_->send(micro_batch_relay_, adopt_atom::value, step, std::move(handles));
+  self_->send(micro_batch_relay_, adopt_atom::value, step,
+              static_cast<int64_t>(generation_), std::move(handles));
 }
 
 caf::actor supervisor::micro_batch_reports_to(int64_t step) const {

@@ -157,24 +157,26 @@ TEST_CASE("the micro-batch relay takes each pass of a report to its "
   self->monitor(mb0);
   self->monitor(mb1);
   const int64_t step = 7;
-  self->send(relay, actors::adopt_atom::value, step,
+  self->send(relay, actors::adopt_atom::value, step, int64_t{3},
              std::vector<caf::actor>{caf::actor_cast<caf::actor>(mb0),
                                      caf::actor_cast<caf::actor>(mb1)});
   // Without a sender, as a message from another process may come: ignored,
   // step 8 stays unknown.
-  caf::anon_send(relay, actors::adopt_atom::value, int64_t{8},
+  caf::anon_send(relay, actors::adopt_atom::value, int64_t{8}, int64_t{3},
                  std::vector<caf::actor>{caf::actor_cast<caf::actor>(mb0)});
-  auto report = [&](int64_t at, int stage, int replica, std::vector<int32_t> passes) {
-    self->send(relay, actors::progress_atom::value, at, int32_t(stage),
+  auto report = [&](int64_t at, int stage, int replica, std::vector<int32_t> passes,
+                    int64_t generation = 3) {
+    self->send(relay, actors::progress_atom::value, generation, at, int32_t(stage),
                int32_t(replica), std::move(passes));
   };
   // Every forward and backward pass of both micro-batches (2 * mb + pass),
-  // in four reports, plus passes that name no micro-batch and a report of
-  // an unknown step.
+  // in four reports, plus passes that name no micro-batch, a report of an
+  // unknown step and one of a replica of an earlier deployment.
   report(step, 0, 0, {0, 2, 5});
   report(step, 0, 1, {0, 2, -1});
   report(step, 1, 0, {0, 1, 2, 3, 4});
   report(8, 0, 0, {0});
+  report(step, 0, 0, {1, 3}, 2);
   report(step, 0, 0, {1, 3});
   report(step, 0, 1, {1, 3});
   // Each actor quits after its micro-batch's last backward pass.

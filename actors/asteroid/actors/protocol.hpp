@@ -209,14 +209,17 @@ using micro_batch_actor = caf::typed_actor<
 /// and the relay tells each pass to its micro-batch's actor: one remote
 /// message per report instead of one per pass, and one proxy on each node
 /// for the whole job instead of one per micro-batch actor per step.
-/// Reports of a step it does not know, or that name no micro-batch of it,
-/// are dropped; the step's actors come only from its own process.
+/// Reports of a step it does not know (or of another deployment's replicas),
+/// or that name no micro-batch of it, are dropped; the step's actors come
+/// only from its own process.
 using micro_batch_relay_actor = caf::typed_actor<
-  /// Replica `replica` of stage `stage` finished these passes of step
-  /// `step`, each `2 * micro-batch + pass` (micro_batch_pass), in order.
-  caf::reacts_to<progress_atom, int64_t, int32_t, int32_t, std::vector<int32_t>>,
-  /// Step `step`'s micro-batch actors, by micro-batch.
-  caf::reacts_to<adopt_atom, int64_t, std::vector<caf::actor>>,
+  /// Replica `replica` of stage `stage`, deployed in generation
+  /// `generation`, finished these passes of step `step`, each
+  /// `2 * micro-batch + pass` (micro_batch_pass), in order.
+  caf::reacts_to<progress_atom, int64_t, int64_t, int32_t, int32_t, std::vector<int32_t>>,
+  /// Step `step`'s micro-batch actors, by micro-batch, for the replicas of
+  /// generation `generation`.
+  caf::reacts_to<adopt_atom, int64_t, int64_t, std::vector<caf::actor>>,
   /// Step `step` is over: its actors are forgotten (-1: every step). The
   /// reply counts the passes relayed for it (-1 to another process).
   caf::replies_to<release_atom, int64_t>::with<int64_t>,
