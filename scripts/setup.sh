@@ -16,6 +16,7 @@ packages=(
   gnuplot-nox iproute2 procps
   jq                    # scripts/testbed.sh reads cluster and job files (iproute2: ip, tc)
   iperf3                # runtime_bench: the transfer-speed anchor
+  gdb                   # tests: the stacks of a test that hangs (tests/test_watchdog.cpp)
 )
 
 missing=()
