@@ -1,6 +1,5 @@
 #include "asteroid/actors/micro_batch_relay.hpp"
 
-#include "asteroid/actors/micro_batch_progress.hpp"
 #include "unexpected.hpp"
 
 #include <spdlog/spdlog.h>
@@ -46,18 +45,21 @@ micro_batch_relay_actor::behavior_type relay_fun(relay_self self) {
       if (it == self->state.steps.end() || it->second.generation != generation)
         return;
       const auto& actors = it->second.actors;
+      size_t dropped = 0;
       for (auto code : passes) {
         auto mb = code / 2;
         if (code < 0 || static_cast<size_t>(mb) >= actors.size()) {
-          spdlog::error("micro-batch relay: dropped a report of s{}r{} for "
-                        "step {}: no micro-batch {}",
-                        stage, replica, step, mb);
+          ++dropped;
           continue;
         }
         self->send(actors[static_cast<size_t>(mb)], progress_atom::value,
                    stage, replica, int32_t{code % 2});
         ++it->second.passes;
       }
+      if (dropped > 0) // one line per report, however many passes it names
+        spdlog::error("micro-batch relay: dropped {} of {} passes s{}r{} "
+                      "reported for step {}: no such micro-batch in it",
+                      dropped, passes.size(), stage, replica, step);
     },
     [=](adopt_atom, int64_t step, int64_t generation,
         const std::vector<caf::actor>& actors) {

@@ -273,7 +273,7 @@ replica_actor::behavior_type replica_fun(replica_self* self,
         return;
       auto& s = self->state;
       if (reports_to)
-        s.micro_batches[step] = caf::actor_cast<micro_batch_relay_actor>(reports_to);
+        s.report_to[step] = caf::actor_cast<micro_batch_relay_actor>(reports_to);
       s.starts.insert(step);
       advance(self);
     },

@@ -81,7 +81,7 @@ void reconfigure(replica_self* self, replica_spec next) {
   st.blocked = false;
   st.pc = 0;
   st.starts.clear();
-  st.micro_batches.clear();
+  st.report_to.clear();
   st.unreported.clear();
   st.inputs.clear();
   st.labels.clear();

@@ -139,7 +139,7 @@ struct replica_state {
   std::set<int64_t> starts;
   /// Where each started step's passes are reported (the job's micro-batch
   /// relay; none: the job runs without micro-batch actors).
-  std::map<int64_t, micro_batch_relay_actor> micro_batches;
+  std::map<int64_t, micro_batch_relay_actor> report_to;
   /// Passes of the running step finished since the last report (each
   /// `2 * micro-batch + pass`): one message takes them all when the step
   /// waits or ends (flush_progress).

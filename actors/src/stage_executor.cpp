@@ -34,7 +34,7 @@ using handler = outcome (*)(replica_self*, const instruction&);
 void tell_micro_batch(replica_self* self, int mb, micro_batch_pass pass) {
   auto& st = self->state;
   if (mb < 0 || mb >= st.e->spec.micro_batches
-      || st.micro_batches.count(st.step) == 0)
+      || st.report_to.count(st.step) == 0)
     return;
   st.unreported.push_back(2 * mb + pass);
 }
@@ -48,8 +48,8 @@ void flush_progress(replica_self* self) {
   auto& st = self->state;
   if (st.unreported.empty())
     return;
-  auto it = st.micro_batches.find(st.step);
-  if (it != st.micro_batches.end()) {
+  auto it = st.report_to.find(st.step);
+  if (it != st.report_to.end()) {
     st.progress_sent += static_cast<int64_t>(st.unreported.size());
     ++st.progress_messages;
     self->send(it->second, progress_atom::value,
@@ -315,7 +315,7 @@ void finish_step(replica_self* self) {
   st.last_finished = st.step;
   st.reset_report_metrics();
   st.starts.erase(st.step);
-  st.micro_batches.erase(st.step);
+  st.report_to.erase(st.step);
   st.running = false;
   st.pc = 0;
   st.drop_micro_batch_tensors();

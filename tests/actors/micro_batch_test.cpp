@@ -170,7 +170,7 @@ TEST_CASE("the micro-batch relay takes each pass of a report to its "
                int32_t(replica), std::move(passes));
   };
   // Every forward and backward pass of both micro-batches (2 * mb + pass),
-  // in four reports, plus passes that name no micro-batch, a report of an
+  // in five reports, plus passes that name no micro-batch, a report of an
   // unknown step and one of a replica of an earlier deployment.
   report(step, 0, 0, {0, 2, 5});
   report(step, 0, 1, {0, 2, -1});
