@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -421,8 +422,8 @@ TEST_CASE("serve: without recovery, a node killed while requests stream fails ev
 /// processes (ports from `port`) and sends `signal` to a stage's node when
 /// the server takes request k, both drawn per run: requests are then in the
 /// pipeline and more are to come. Every request must be answered once, in
-/// order, with the single-device output. Returns the server's stats, and
-/// continues a stopped node before its cluster stops.
+/// order, with the single-device output. Returns the recovery that lost
+/// that node, and continues a stopped node before its cluster stops.
 json stream_through_a_loss(int port, int signal, const std::string& what) {
   auto o = cluster_options(4, port);
   node_processes env{o};
@@ -462,31 +463,49 @@ json stream_through_a_loss(int port, int signal, const std::string& what) {
   // In order, each once: output i is request i's.
   CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
   CHECK(r.requests == 1000);
-  const auto& recoveries = r.stats["recoveries"];
-  REQUIRE(recoveries.size() == 1);
-  CHECK(recoveries[0]["lost"] == "node" + std::to_string(victim));
+  // The victim ends lost, and its last loss is the signal's. On a loaded
+  // host (CI runs two such tests at once on two cores) a node may also miss
+  // its heartbeats for a while: it is planned around and taken back when it
+  // answers again, and the answers above must still be exact; so every
+  // other loss must be followed by that node's return.
+  const auto victim_name = "node" + std::to_string(victim);
+  json victim_loss;
+  std::map<std::string, int> away; // losses less returns, by node
+  for (const auto& rec : r.stats["recoveries"]) {
+    if (rec.contains("rejoined")) {
+      --away[rec["rejoined"].get<std::string>()];
+      continue;
+    }
+    auto lost = rec.value("lost", std::string("?"));
+    ++away[lost];
+    if (lost == victim_name)
+      victim_loss = rec;
+  }
+  for (const auto& [node, n] : away) {
+    INFO(node << ": losses less returns");
+    CHECK(n == (node == victim_name ? 1 : 0));
+  }
+  CHECK(away[victim_name] == 1);
   CHECK(r.stats["stages"].size() <= 3);
   for (const auto& s : r.stats["stages"])
-    CHECK(s["label"].get<std::string>().find("node" + std::to_string(victim))
-          == std::string::npos);
-  return r.stats;
+    CHECK(s["label"].get<std::string>().find(victim_name) == std::string::npos);
+  return victim_loss;
 }
 
 TEST_CASE("serve: a node killed while 1,000 requests stream is replanned around, and "
           "every request is answered exactly once with the single-device output",
           "[serve]") {
-  auto stats = stream_through_a_loss(27605, SIGKILL, "killed");
+  auto loss = stream_through_a_loss(27605, SIGKILL, "killed");
   // Seen when its connection closed, long before a heartbeat was missed.
-  CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
-             !Catch::Contains("heartbeat"));
+  CHECK_THAT(loss.value("why", std::string()), !Catch::Contains("heartbeat"));
 }
 
 TEST_CASE("serve: a node that hangs with its connection open (SIGSTOP) while 1,000 "
           "requests stream misses its heartbeats, is replanned around, and every "
           "request is answered exactly once with the single-device output",
           "[serve]") {
-  auto stats = stream_through_a_loss(27623, SIGSTOP, "stopped");
-  CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
+  auto loss = stream_through_a_loss(27623, SIGSTOP, "stopped");
+  CHECK_THAT(loss.value("why", std::string()),
              Catch::Contains("answered no heartbeat for 1000 ms"));
 }
 
