@@ -464,13 +464,13 @@ json stream_through_a_loss(int port, int signal, const std::string& what) {
   CHECK((r.outputs - want).abs().max().item<double>() <= 1e-5);
   CHECK(r.requests == 1000);
   // The victim ends lost, and its last loss is the signal's. On a loaded
-  // host (CI runs two such tests at once on two cores) a node may also miss
+  // host (CI runs two tests at once on two cores) a node may also miss
   // its heartbeats for a while: it is planned around and taken back when it
   // answers again, and the answers above must still be exact; so every
   // other loss must be followed by that node's return.
   const auto victim_name = "node" + std::to_string(victim);
-  json victim_loss;
-  std::map<std::string, int> away; // losses less returns, by node
+  json victim_loss = json::object(); // stays empty when it was never lost
+  std::map<std::string, int> away;    // losses less returns, by node
   for (const auto& rec : r.stats["recoveries"]) {
     if (rec.contains("rejoined")) {
       --away[rec["rejoined"].get<std::string>()];
