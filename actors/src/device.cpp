@@ -307,6 +307,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
                             {"compute_device", hw.device},
                             {"device_name", hw.name},
                             {"device_memory_bytes", hw.memory_bytes},
+                            {"library_workspace_bytes", hw.library_workspace_bytes},
                             {"memory_bytes", o.memory_bytes},
                             {"threads", o.threads},
                             {"slowdown", o.slowdown},

@@ -76,20 +76,23 @@ int64_t element_count(const models::shape_t& shape) {
 }
 
 /// Why `x` cannot be this stage's input for one request ("" if it can).
-std::string check_input(const inference_engine& e, const torch::Tensor& x) {
+/// Why an input of these sizes and (decoded) dtype cannot be computed, or
+/// nothing.
+std::string check_input(const inference_engine& e, c10::IntArrayRef sizes, torch::Dtype dtype) {
   const auto& shape = e.sample_shape;
-  bool ok = x.dim() == static_cast<int64_t>(shape.size()) + 1 && x.size(0) >= 1
-            && x.size(0) <= e.spec.micro_batch;
+  const auto dims = static_cast<int64_t>(sizes.size());
+  bool ok = dims == static_cast<int64_t>(shape.size()) + 1 && sizes[0] >= 1
+            && sizes[0] <= e.spec.micro_batch;
   for (size_t i = 0; ok && i < shape.size(); ++i)
-    ok = x.size(static_cast<int64_t>(i) + 1) == shape[i];
+    ok = sizes[i + 1] == shape[i];
   if (!ok) {
     std::string want = "[1.." + std::to_string(e.spec.micro_batch);
     for (auto d : shape)
       want += ", " + std::to_string(d);
-    return "an input of shape " + c10::str(x.sizes()) + " (expected " + want + "])";
+    return "an input of shape " + c10::str(sizes) + " (expected " + want + "])";
   }
-  if (x.scalar_type() != e.input_dtype)
-    return std::string("an input of dtype ") + c10::toString(x.scalar_type())
+  if (dtype != e.input_dtype)
+    return std::string("an input of dtype ") + c10::toString(dtype)
            + " (expected " + c10::toString(e.input_dtype) + ")";
   return {};
 }
@@ -124,14 +127,20 @@ void compute_next(inference_stage_self self) {
   std::string why;
   auto t = detail::run_emulated(e.spec.slowdown, [&] {
     try {
-      torch::Tensor x = m.kind == serialization::tensor_kind::input
-                          ? serialization::decode_tensor(m.payload)
-                          : decode_wire_payload(m.payload, e.input_codec);
-      why = check_input(e, x);
+      // Requests come as they are; activations under the link's codec,
+      // which cross to the compute device encoded and decode there.
+      const auto codec = m.kind == serialization::tensor_kind::input ? kernels::wire_codec::none
+                                                                     : e.input_codec;
+      auto received = read_wire_payload(m.payload, codec);
+      why = check_input(e, received.values.sizes(),
+                        codec == kernels::wire_codec::none ? received.values.scalar_type()
+                                                           : torch::kFloat32);
       if (!why.empty())
         return;
       torch::NoGradGuard no_grad;
-      x = kernels::to_compute_device(x, e.device);
+      auto x = codec == kernels::wire_codec::none
+                 ? kernels::to_compute_device(received.values, e.device)
+                 : kernels::decode(kernels::to_device(received, e.device), codec);
       auto y = e.model->forward_range(x, e.spec.first_layer, e.spec.end_layer);
       // The server gets the output as computed; the next stage under the
       // codec of the link to it. Encoding copies it to the host, so on a

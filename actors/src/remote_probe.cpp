@@ -102,8 +102,7 @@ planner::cluster measure_cluster(caf::actor_system& sys,
   for (size_t d = 0; d < devices.size(); ++d)
     specs.push_back({caps[d].value("name", endpoints[d]), "measured",
                      ref_slowdown / caps[d].value("slowdown", 1.0),
-                     caps[d].value("memory_bytes", int64_t{4} << 30),
-                     endpoints[d]});
+                     plannable_memory_bytes(caps[d]), endpoints[d]});
   auto c = planner::cluster::uniform("measured", specs, 1e9);
   for (size_t d = 0; d < devices.size(); ++d)
     for (size_t e = 0; e < devices.size(); ++e) {
@@ -119,6 +118,11 @@ planner::cluster measure_cluster(caf::actor_system& sys,
       c.latency_s[d][e] = m.latency_s;
     }
   return c;
+}
+
+int64_t plannable_memory_bytes(const nlohmann::json& caps) {
+  return caps.value("memory_bytes", int64_t{4} << 30)
+         - std::max<int64_t>(caps.value("library_workspace_bytes", int64_t{0}), 0);
 }
 
 } // namespace asteroid::actors

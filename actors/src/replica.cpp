@@ -164,22 +164,23 @@ replica_actor::behavior_type replica_fun(replica_self* self,
                                                           : e->next.size(),
                         what.c_str()))
       return;
-    torch::Tensor t;
+    // Activations, gradients and all-reduce chunks cross links as the job
+    // compresses them (activations come from the stage before, gradients
+    // from the next); inputs and labels as they are.
+    const auto codec = m.kind == tensor_kind::activation
+                         ? e->link_codec(true, false, m.sender)
+                       : m.kind == tensor_kind::gradient
+                         ? e->link_codec(false, true, m.sender)
+                       : m.kind == tensor_kind::all_reduce ? e->all_reduce_codec
+                                                           : kernels::wire_codec::none;
+    kernels::encoded_tensor received;
     try {
-      // Activations, gradients and all-reduce chunks cross links as the
-      // job compresses them (activations come from the stage before,
-      // gradients from the next); inputs and labels as they are.
-      t = m.kind == tensor_kind::activation
-            ? decode_wire_payload(m.payload, e->link_codec(true, false, m.sender))
-          : m.kind == tensor_kind::gradient
-            ? decode_wire_payload(m.payload, e->link_codec(false, true, m.sender))
-          : m.kind == tensor_kind::all_reduce
-            ? decode_wire_payload(m.payload, e->all_reduce_codec)
-            : serialization::decode_tensor(m.payload);
+      received = read_wire_payload(m.payload, codec);
     } catch (const std::exception& ex) {
       spdlog::error("{}: dropped malformed {}: {}", name_of(*e), what, ex.what());
       return;
     }
+    const auto& shape = received.values;
     int64_t rows = -1; // the rows this kind must have (-1: any)
     if (piece)
       rows = [&] {
@@ -190,14 +191,19 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       }();
     else if (own_rows)
       rows = e->mine.end - e->mine.begin;
-    if (rows >= 0 && (t.dim() < 1 || t.size(0) != rows)) {
+    if (rows >= 0 && (shape.dim() < 1 || shape.size(0) != rows)) {
       spdlog::error("{}: dropped {} with {} rows from {} (expected {})",
-                    name_of(*e), what, t.dim() < 1 ? -1 : t.size(0), m.sender,
+                    name_of(*e), what, shape.dim() < 1 ? -1 : shape.size(0), m.sender,
                     rows);
       return;
     }
+    torch::Tensor t;
     try {
-      t = kernels::to_compute_device(t, e->device);
+      // A compressed tensor crosses to the compute device as it came (fewer
+      // bytes) and is decoded there, on a GPU by the project's kernels.
+      t = codec == kernels::wire_codec::none
+            ? kernels::to_compute_device(received.values, e->device)
+            : kernels::decode(kernels::to_device(received, e->device), codec);
     } catch (const std::exception& ex) {
       fail(self, "cannot move " + what + " to " + e->device.str() + ": " + ex.what());
       return;
@@ -445,13 +451,14 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
       "replica spec: layers [" + std::to_string(spec.first_layer) + ", "
       + std::to_string(spec.end_layer) + ") do not fit model '" + spec.model
       + "' of " + std::to_string(e->model->size()) + " layers");
+  e->device = kernels::resolve_compute_device(spec.compute_device);
   auto predicted = predict_footprint(e->model, spec);
+  predicted.library_workspace = kernels::library_workspace_bytes(e->device);
   check_budget(predicted, spec);
   if (footprint)
     *footprint = predicted;
   e->predicted_bytes = predicted.total();
   // Before the optimizer is made: it holds the parameters it was given.
-  e->device = kernels::resolve_compute_device(spec.compute_device);
   e->model->to(e->device);
   e->model->train();
   for (const auto& t : e->model->parameters())

@@ -93,6 +93,9 @@ std::string describe(const replica_footprint& f) {
          + (f.snapshot_copy > 0 ? ", or a snapshot's copy of "
                                     + format_bytes(f.snapshot_copy) + " between steps"
                                 : std::string())
+         + (f.library_workspace > 0
+              ? ", GPU library workspace " + format_bytes(f.library_workspace)
+              : std::string())
          + ")";
 }
 

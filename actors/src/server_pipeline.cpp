@@ -4,6 +4,7 @@
 #include "server_state.hpp"
 
 #include "asteroid/actors/inference_spec.hpp"
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/kernels/wire_codec.hpp"
 #include "asteroid/planner/inference_planner.hpp"
@@ -68,7 +69,7 @@ std::pair<planner::cluster, std::vector<int>> cluster_of(const server_state& st)
     alive.push_back(static_cast<int>(d));
     specs.push_back({who(st, static_cast<int>(d)), "local",
                      1.0 / st.caps[d].value("slowdown", 1.0),
-                     st.caps[d].value("memory_bytes", int64_t{4} << 30),
+                     plannable_memory_bytes(st.caps[d]),
                      d < st.opts.nodes.size() ? st.opts.nodes[d] : ""});
   }
   auto c = planner::cluster::uniform("serve", specs, 1e9);

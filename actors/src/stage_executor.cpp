@@ -304,6 +304,7 @@ void finish_step(replica_self* self) {
                         {"tensor_peak_bytes",
                          on_gpu ? gpu.allocated_peak : tensor_job_peak_bytes()},
                         {"device_reserved_peak_bytes", gpu.reserved_peak},
+                        {"library_workspace_bytes", kernels::library_workspace_bytes(e.device)},
                         {"compute_device", e.spec.compute_device},
                         {"memory_budget_bytes", e.spec.memory_budget},
                         {"micro_batch_reports", st.progress_sent},

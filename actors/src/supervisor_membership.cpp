@@ -201,7 +201,7 @@ bool supervisor::add_requested(int64_t step) {
       auto& c = *links_;
       auto one = planner::cluster::uniform(
         "added", {{name_of(d), "measured", reference / caps.value("slowdown", 1.0),
-                   caps.value("memory_bytes", int64_t{4} << 30), endpoint}},
+                   plannable_memory_bytes(caps), endpoint}},
         1e9);
       c.devices.push_back(one.devices[0]);
       // Links to devices that are dead stay at the default (1 Gbit/s): no

@@ -121,7 +121,7 @@ planner::cluster supervisor::reported_cluster() const {
   for (size_t d = 0; d < devices_.size(); ++d)
     specs.push_back({name_of(static_cast<int>(d)), "local",
                      reference / caps_[d].value("slowdown", 1.0),
-                     caps_[d].value("memory_bytes", int64_t{4} << 30),
+                     plannable_memory_bytes(caps_[d]),
                      d < nodes_.size() ? nodes_[d] : ""});
   return planner::cluster::uniform("job", specs, 1e9);
 }

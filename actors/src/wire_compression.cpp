@@ -52,9 +52,7 @@ std::string encode_wire_payload(const torch::Tensor& t, wire_codec codec,
   return serialization::encode_tensors({{"values", e.values}, {"scale", e.scale}});
 }
 
-torch::Tensor decode_wire_payload(const std::string& bytes, wire_codec codec) {
-  if (codec == wire_codec::none)
-    return serialization::decode_tensor(bytes);
+kernels::encoded_tensor read_wire_payload(const std::string& bytes, wire_codec codec) {
   kernels::encoded_tensor e;
   if (codec == wire_codec::int8 || codec == wire_codec::int8_channel) {
     auto parts = serialization::decode_tensors(bytes);
@@ -66,7 +64,14 @@ torch::Tensor decode_wire_payload(const std::string& bytes, wire_codec codec) {
   } else {
     e.values = serialization::decode_tensor(bytes);
   }
-  return kernels::decode(e, codec);
+  if (codec != wire_codec::none)
+    kernels::check_encoded(e, codec);
+  return e;
+}
+
+torch::Tensor decode_wire_payload(const std::string& bytes, wire_codec codec) {
+  auto e = read_wire_payload(bytes, codec);
+  return codec == wire_codec::none ? e.values : kernels::decode(e, codec);
 }
 
 } // namespace asteroid::actors

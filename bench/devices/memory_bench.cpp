@@ -90,8 +90,12 @@ int main(int argc, char** argv) {
                 "planner MiB", "node MiB", "resident MiB", "res/plan", "tensors MiB",
                 "ten/plan");
   else
-    std::printf("%-13s %3s %5s %12s %12s %12s %9s\n", "model", "M", "stage", "planner MiB",
-                "node MiB", "measured MiB", "meas/plan");
+    // A GPU replica's prediction is the planner's stage footprint plus what
+    // the node measured its GPU libraries to keep (kernels::
+    // library_workspace_bytes), which the planner leaves out of its budget.
+    std::printf("%-13s %3s %5s %12s %9s %12s %12s %9s %9s\n", "model", "M", "stage",
+                "planner MiB", "libs MiB", "node MiB", "measured MiB", "meas/plan",
+                "meas/p+l");
   int rows = 0, within = 0, tensors_within = 0;
   std::vector<double> errors, tensor_errors;
   for (const auto& name : split_list(models_text)) {
@@ -142,19 +146,22 @@ int main(int argc, char** argv) {
       caf::actor_system sys{cfg};
       auto devices = actors::connect_all(sys, job.nodes, std::chrono::seconds(3));
       auto r = actors::run_job(sys, job, devices, model, train, nullptr);
-      std::vector<int64_t> measured(2, -1), tensors(2, -1), node_predicted(2, 0);
+      std::vector<int64_t> measured(2, -1), tensors(2, -1), node_predicted(2, 0), libs(2, 0);
       for (const auto& it : r.iterations)
         for (const auto& rep : it["replicas"]) {
           int s = rep["stage"];
           measured[s] = std::max(measured[s], rep.value("job_peak_bytes", int64_t{-1}));
           tensors[s] = std::max(tensors[s], rep.value("tensor_peak_bytes", int64_t{-1}));
           node_predicted[s] = rep.value("predicted_bytes", int64_t{0});
+          libs[s] = rep.value("library_workspace_bytes", int64_t{0});
         }
       for (int s = 0; s < 2; ++s) {
-        auto ratio_of = [&](int64_t bytes) {
-          return planned[s] > 0 ? static_cast<double>(bytes) / planned[s] : 0;
+        auto ratio_of = [&](int64_t bytes, int64_t prediction) {
+          return prediction > 0 ? static_cast<double>(bytes) / prediction : 0;
         };
-        double ratio = ratio_of(measured[s]), tensor_ratio = ratio_of(tensors[s]);
+        const double plain_ratio = ratio_of(measured[s], planned[s]);
+        double ratio = ratio_of(measured[s], planned[s] + libs[s]);
+        double tensor_ratio = ratio_of(tensors[s], planned[s]);
         ++rows;
         within += std::abs(ratio - 1) <= 0.15;
         errors.push_back(std::abs(ratio - 1));
@@ -165,9 +172,9 @@ int main(int argc, char** argv) {
                       static_cast<long long>(M), s, mib(planned[s]), mib(node_predicted[s]),
                       mib(measured[s]), ratio, mib(tensors[s]), tensor_ratio);
         else
-          std::printf("%-13s %3lld %5d %12.2f %12.2f %12.2f %9.2f\n", name.c_str(),
-                      static_cast<long long>(M), s, mib(planned[s]), mib(node_predicted[s]),
-                      mib(measured[s]), ratio);
+          std::printf("%-13s %3lld %5d %12.2f %9.2f %12.2f %12.2f %9.2f %9.2f\n", name.c_str(),
+                      static_cast<long long>(M), s, mib(planned[s]), mib(libs[s]),
+                      mib(node_predicted[s]), mib(measured[s]), plain_ratio, ratio);
       }
       std::fflush(stdout);
     }
@@ -176,8 +183,9 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  std::printf("within 15 %% of the planner: %d of %d rows; median |measured/planned - 1| = %.2f\n",
-              within, rows, median(errors));
+  std::printf("within 15 %% of the planner%s: %d of %d rows; median |measured/planned - 1| = "
+              "%.2f\n",
+              cpu ? "" : " plus the GPU libraries' workspace", within, rows, median(errors));
   if (cpu)
     std::printf("tensors within 15 %% of the planner: %d of %d rows; median "
                 "|tensors/planned - 1| = %.2f\n",

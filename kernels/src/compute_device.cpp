@@ -5,10 +5,15 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <c10/core/DeviceGuard.h>
 #include <torch/version.h>
 
 #include <cctype>
+#include <exception>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace asteroid::kernels {
 
@@ -87,10 +92,47 @@ device_info describe_device(torch::Device d) {
   info.device = torch::Device(torch::kCUDA, index_of(d)).str();
   info.name = p.name;
   info.memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  info.library_workspace_bytes = library_workspace_bytes(d);
   return info;
 #else
   throw std::logic_error("describe_device: " + d.str() + " in a build without CUDA");
 #endif
+}
+
+int64_t library_workspace_bytes(torch::Device d) {
+  if (!d.is_cuda())
+    return 0;
+  static std::mutex mutex;
+  static std::map<int, int64_t> measured;
+  std::lock_guard<std::mutex> lock(mutex);
+  const int index = d.has_index() ? d.index() : 0;
+  if (auto it = measured.find(index); it != measured.end())
+    return it->second;
+  const torch::Device dev(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  synchronize(dev);
+  const auto before = std::max<int64_t>(device_memory_stats(dev).allocated_now, 0);
+  std::exception_ptr failure;
+  std::thread probe([&] {
+    try {
+      c10::DeviceGuard guard(dev);
+      auto opts = torch::TensorOptions().device(dev).requires_grad(true);
+      auto x = torch::randn({64, 256}, opts);
+      auto w = torch::randn({256, 256}, opts);
+      torch::matmul(x, w).sum().backward();
+      auto image = torch::randn({4, 8, 16, 16}, opts);
+      auto kernel = torch::randn({8, 8, 3, 3}, opts);
+      torch::conv2d(image, kernel, {}, 1, 1).sum().backward();
+      synchronize(dev);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  probe.join();
+  if (failure)
+    std::rethrow_exception(failure);
+  synchronize(dev);
+  const auto after = std::max<int64_t>(device_memory_stats(dev).allocated_now, 0);
+  return measured[index] = std::max<int64_t>(after - before, 0);
 }
 
 void synchronize(torch::Device d) {

@@ -1,5 +1,11 @@
 #include "asteroid/kernels/wire_codec.hpp"
 
+#include "asteroid/kernels/compute_device.hpp"
+
+#ifdef ASTEROID_WITH_CUDA
+#include "cuda_wire_codec.hpp"
+#endif
+
 #include <array>
 #include <stdexcept>
 #include <utility>
@@ -80,6 +86,10 @@ encoded_tensor encode(const torch::Tensor& x, wire_codec c) {
     throw std::invalid_argument("wire codec " + to_string(c)
                                 + ": can only encode a floating tensor");
   torch::NoGradGuard no_grad;
+#ifdef ASTEROID_WITH_CUDA
+  if (x.is_cuda() && c != wire_codec::none)
+    return detail::cuda_encode(x, c);
+#endif
   encoded_tensor e;
   if (!is_int8(c)) {
     e.values = x.to(value_dtype(c)).contiguous();
@@ -103,29 +113,46 @@ encoded_tensor encode(const torch::Tensor& x, wire_codec c) {
   return e;
 }
 
-torch::Tensor decode(const encoded_tensor& e, wire_codec c) {
+void check_encoded(const encoded_tensor& e, wire_codec c) {
   if (!e.values.defined() || e.values.scalar_type() != value_dtype(c))
     throw std::invalid_argument(
       "wire codec " + to_string(c) + ": values of dtype "
       + (e.values.defined() ? std::string(c10::toString(e.values.scalar_type()))
                             : std::string("undefined"))
       + ", expected " + c10::toString(value_dtype(c)));
-  torch::NoGradGuard no_grad;
   if (!is_int8(c))
-    return e.values.to(torch::kFloat32);
+    return;
   if (!e.scale.defined() || e.scale.scalar_type() != torch::kFloat32 || e.scale.dim() != 1)
     throw std::invalid_argument("wire codec " + to_string(c)
                                 + ": needs a 1-D float32 scale");
-  auto values = e.values.to(torch::kFloat32);
   if (e.scale.numel() == 1)
-    return values * e.scale;
-  if (c != wire_codec::int8_channel || values.dim() < 2
-      || e.scale.numel() != values.size(1))
+    return;
+  if (c != wire_codec::int8_channel || e.values.dim() < 2
+      || e.scale.numel() != e.values.size(1))
     throw std::invalid_argument("wire codec " + to_string(c) + ": "
                                 + std::to_string(e.scale.numel())
                                 + " scales do not fit values of shape "
-                                + c10::str(values.sizes()));
-  return values * e.scale.view(channel_view(values));
+                                + c10::str(e.values.sizes()));
+}
+
+torch::Tensor decode(const encoded_tensor& e, wire_codec c) {
+  check_encoded(e, c);
+  torch::NoGradGuard no_grad;
+#ifdef ASTEROID_WITH_CUDA
+  if (e.values.is_cuda() && c != wire_codec::none)
+    return detail::cuda_decode(e, c);
+#endif
+  if (!is_int8(c))
+    return e.values.to(torch::kFloat32);
+  auto values = e.values.to(torch::kFloat32);
+  auto scale = e.scale.to(values.device());
+  if (scale.numel() == 1)
+    return values * scale;
+  return values * scale.view(channel_view(values));
+}
+
+encoded_tensor to_device(const encoded_tensor& e, torch::Device d) {
+  return {to_compute_device(e.values, d), to_compute_device(e.scale, d)};
 }
 
 encoded_tensor error_feedback::encode(int64_t key, const torch::Tensor& x) {

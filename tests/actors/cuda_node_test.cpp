@@ -1,7 +1,9 @@
 // CUDA nodes (built where the LibTorch has CUDA and ASTEROID_GPU_TESTS is
 // on; they fail, not skip, when no GPU answers): node processes computing on
 // a GPU train to the weights of single-device CPU training, alone and in one
-// job with CPU nodes, and report their GPU. Ports 27640-27648.
+// job with CPU nodes, and report their GPU; compressed links encode and
+// decode on the GPU. Ports 27640-27648 and 27540-27542.
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 
 #include "job_test_helpers.hpp"
@@ -85,6 +87,41 @@ TEST_CASE("CUDA and CPU nodes in one job: each group mixes a GPU and a CPU "
   std::printf("[cuda mixed 2 GPU + 2 CPU nodes] max abs diff %.3g after 20 steps\n", diff);
 }
 
+TEST_CASE("CUDA nodes with compressed links: the GPU encodes and decodes the bytes the "
+          "CPU does, and training ends where the same job on CPU devices ends") {
+  // cnn: conv1, conv2 | fc1, classifier; stage 1 on two devices (5 + 3 rows),
+  // int8-channel activations, fp16 gradients with error feedback and fp16
+  // all-reduce chunks: every codec kernel runs on the GPU nodes.
+  auto train = synthetic(16 * 20);
+  auto job = base_job("cnn", make_plan(16, 2, {{0, 2, {0}, {8}},
+                                              {2, 4, {1, 2}, {5, 3}}}));
+  job.optimizer.lr = 0.02;
+  job.compression.activations = "int8-channel";
+  job.compression.gradients = "fp16";
+  job.compression.error_feedback = true;
+  job.compression.all_reduce = "fp16";
+  job.check_replicas = true;
+  actors::job_result on_cpu;
+  {
+    in_process env{3};
+    on_cpu = actors::run_job(*env.sys, job, env.devices, fresh_model("cnn", job.seed), train,
+                             nullptr);
+  }
+  actors::local_cluster cluster{gpu_cluster({"cuda", "cuda", "cuda"}, 27540)};
+  auto on_gpu = run_on_cluster(job, cluster, train);
+  CHECK(on_gpu.steps == 20);
+  // The same codecs on the same shapes: the same bytes on every link.
+  CHECK(on_gpu.iterations.back()["link_bytes"] == on_cpu.iterations.back()["link_bytes"]);
+  CHECK(on_gpu.replica_divergence == 0);
+  auto diff = max_abs_diff(on_gpu.model, on_cpu.model);
+  INFO("max abs diff from the CPU run " << diff);
+  CHECK(diff < 1e-2);
+  check_devices(on_gpu, [](const nlohmann::json&) { return std::string("cuda:0"); });
+  std::printf("[cuda compressed links, 3 GPU nodes] max abs diff %.3g from the same job on "
+              "CPU devices after 20 steps\n",
+              diff);
+}
+
 TEST_CASE("a CUDA node reports its GPU's name and memory in its capabilities") {
   actors::local_cluster cluster{gpu_cluster({"cuda:0", "cpu"}, 27647)};
   caf::actor_system_config cfg;
@@ -106,4 +143,12 @@ TEST_CASE("a CUDA node reports its GPU's name and memory in its capabilities") {
   CHECK(gpu.memory_bytes > (int64_t{1} << 30));
   CHECK(caps[1]["compute_device"] == "cpu");
   CHECK(caps[1]["device_memory_bytes"] == 0);
+  // What its GPU libraries keep comes off what the planner may give it.
+  CHECK(caps[0]["library_workspace_bytes"].get<int64_t>() >= 0);
+  CHECK(caps[1]["library_workspace_bytes"] == 0);
+  CHECK(actors::plannable_memory_bytes(caps[0])
+        == caps[0]["memory_bytes"].get<int64_t>()
+             - caps[0]["library_workspace_bytes"].get<int64_t>());
+  std::printf("[cuda capabilities] GPU library workspace %.2f MiB\n",
+              caps[0]["library_workspace_bytes"].get<double>() / (1 << 20));
 }

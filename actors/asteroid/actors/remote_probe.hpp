@@ -55,6 +55,12 @@ link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts);
 
+/// The memory a planner may give the stages on a node of capabilities
+/// `caps` (its `caps_atom` answer): its budget ("memory_bytes", 4 GiB when
+/// absent) less what its GPU libraries keep ("library_workspace_bytes"),
+/// which the node adds to every replica's predicted footprint.
+int64_t plannable_memory_bytes(const nlohmann::json& caps);
+
 /// A cluster of `devices` (capabilities from each node: name, memory, speed
 /// = reference slowdown / node slowdown) with a measured link matrix.
 /// `reference` is the device whose speed is 1 (the profiled one). With

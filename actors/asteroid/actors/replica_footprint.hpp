@@ -27,6 +27,9 @@ struct replica_footprint {
   /// between steps, when no activation is held, so the larger of this and
   /// activations plus link buffers counts.
   int64_t snapshot_copy = 0;
+  /// What the GPU libraries keep for the replica's compute thread
+  /// (kernels::library_workspace_bytes; 0 on the CPU).
+  int64_t library_workspace = 0;
   /// Micro-batches the replica's instruction stream holds between their
   /// forward and backward pass at once.
   int in_flight = 0;
@@ -38,7 +41,7 @@ struct replica_footprint {
   int64_t largest_frame = 0;
 
   int64_t total() const {
-    return weights + gradients + optimizer
+    return weights + gradients + optimizer + library_workspace
            + std::max(activations + link_buffers, snapshot_copy);
   }
 };

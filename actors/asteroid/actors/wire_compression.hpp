@@ -49,9 +49,15 @@ std::string encode_wire_payload(const torch::Tensor& t, kernels::wire_codec code
                                 kernels::error_feedback* feedback = nullptr,
                                 int64_t key = 0);
 
-/// The float32 tensor the bytes carry (under `none`: the tensor as sent).
-/// Throws (serialization::wire_error or std::invalid_argument) naming what
-/// is malformed.
+/// The encoded tensor the bytes carry, checked against the codec (under
+/// `none`: the tensor as sent, in `values`). Throws
+/// (serialization::wire_error or std::invalid_argument) naming what is
+/// malformed. A receiver that computes on a GPU moves this to it and
+/// decodes there (kernels::to_device, kernels::decode).
+kernels::encoded_tensor read_wire_payload(const std::string& bytes, kernels::wire_codec codec);
+
+/// The float32 tensor the bytes carry (under `none`: the tensor as sent),
+/// on the host. Throws as read_wire_payload.
 torch::Tensor decode_wire_payload(const std::string& bytes, kernels::wire_codec codec);
 
 } // namespace asteroid::actors

@@ -25,8 +25,21 @@ struct device_info {
   std::string device = "cpu";  ///< "cpu", "cuda:0"
   std::string name = "cpu";    ///< the GPU's name ("NVIDIA H200")
   int64_t memory_bytes = 0;    ///< the GPU's total memory; 0 for the CPU
+  /// library_workspace_bytes(d): what the GPU libraries keep per thread.
+  int64_t library_workspace_bytes = 0;
 };
 device_info describe_device(torch::Device d);
+
+/// Bytes the GPU libraries keep allocated on `d` once a thread has run a
+/// matrix product and a convolution there, forward and backward: cuBLAS's
+/// and cuBLASLt's workspaces, which LibTorch holds per thread (handle) and
+/// stream through its caching allocator for the life of the process. No
+/// layer profile sees them, yet every replica on a GPU holds them, so a
+/// node adds them to a replica's predicted footprint. Measured once per
+/// device, on a thread that ends so that its handle (and workspace) is the
+/// one the next compute thread takes; 0 on the CPU. Transient workspaces
+/// (cuDNN's, per convolution) are not included.
+int64_t library_workspace_bytes(torch::Device d);
 
 /// Waits until the work queued on `d` is done (nothing to wait for on the
 /// CPU): a compute time measured on CUDA then includes the kernels, not

@@ -43,14 +43,24 @@ struct encoded_tensor {
   torch::Tensor scale;
 };
 
-/// Encodes a floating tensor. Throws std::invalid_argument for a tensor that
-/// is not floating.
+/// Encodes a floating tensor, on the tensor's device: a CUDA tensor through
+/// the project's CUDA kernels where the build has them (the same bytes as
+/// the CPU path), so that only the encoded bytes cross to the host. Throws
+/// std::invalid_argument for a tensor that is not floating.
 encoded_tensor encode(const torch::Tensor& x, wire_codec c);
 
-/// The float32 tensor an encoded one stands for. Throws
-/// std::invalid_argument when `e` does not have the codec's dtypes, or its
-/// scales do not fit its values.
+/// Throws std::invalid_argument when `e` does not have the codec's dtypes,
+/// or its scales do not fit its values (one, or one per channel of
+/// dimension 1 for int8-channel).
+void check_encoded(const encoded_tensor& e, wire_codec c);
+
+/// The float32 tensor an encoded one stands for, on the values' device
+/// (CUDA values through the project's kernels). Throws as check_encoded.
 torch::Tensor decode(const encoded_tensor& e, wire_codec c);
+
+/// `e` moved to device `d` (a host tensor through pinned memory): received
+/// bytes cross to a GPU encoded, before they are decoded there.
+encoded_tensor to_device(const encoded_tensor& e, torch::Device d);
 
 /// Error feedback (Seide et al. 2014; Karimireddy et al. 2019): what the
 /// codec lost on a tensor is added to the next tensor sent under the same

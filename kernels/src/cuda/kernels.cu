@@ -1,28 +1,21 @@
 // CUDA kernels behind the bucket and weighted-sum routines (see launch.hpp).
 
+#include "common.cuh"
 #include "launch.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 namespace asteroid::kernels::cuda {
 
 namespace {
 
-constexpr int threads = 256;
+using detail::blocks_for;
+using detail::check;
+using detail::math;
+using detail::threads;
+
 // Grid y is limited to 65535; larger job lists are launched in slices.
 constexpr std::size_t max_jobs_per_launch = 65535;
-
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(err));
-}
 
 // One job per grid row; the blocks of a row stride over its bytes. Uses
 // 16-byte moves when both ends allow it: slot offsets inside a bucket are
@@ -55,22 +48,6 @@ __global__ void batched_copy_kernel(const copy_job* jobs) {
   }
 }
 
-template <class T>
-struct math {
-  __device__ static float load(T x) { return static_cast<float>(x); }
-  __device__ static T store(float x) { return static_cast<T>(x); }
-};
-template <>
-struct math<__half> {
-  __device__ static float load(__half x) { return __half2float(x); }
-  __device__ static __half store(float x) { return __float2half(x); }
-};
-template <>
-struct math<__nv_bfloat16> {
-  __device__ static float load(__nv_bfloat16 x) { return __bfloat162float(x); }
-  __device__ static __nv_bfloat16 store(float x) { return __float2bfloat16(x); }
-};
-
 // float/double compute in their own precision; half types in float.
 template <class T, class Acc>
 __global__ void axpy_kernel(T* dst, const T* src, std::size_t n, Acc w) {
@@ -97,10 +74,6 @@ __global__ void scale_kernel<double, double>(double* data, std::size_t n, double
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     data[i] *= f;
-}
-
-unsigned blocks_for(std::size_t n) {
-  return static_cast<unsigned>(std::min<std::size_t>((n + threads - 1) / threads, 4096));
 }
 
 } // namespace

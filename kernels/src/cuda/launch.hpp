@@ -30,4 +30,29 @@ void axpy(void* dst, const void* src, std::size_t n, double weight, float_kind k
 /// data[i] *= factor for i < n.
 void scale(void* data, std::size_t n, double factor, float_kind kind, void* stream);
 
+// The wire codecs (wire_codec_kernels.cu). Element i of a tensor viewed as
+// [outer, channels, inner] belongs to channel (i / inner) % channels; a
+// per-tensor scale is channels = 1, inner = n.
+
+/// to[i] = from[i] rounded to nearest even; `to` is f16 or bf16.
+void narrow_from_float(const float* from, void* to, std::size_t n, float_kind to_kind,
+                       void* stream);
+
+/// to[i] = from[i]; `from` is f16 or bf16.
+void widen_to_float(const void* from, float* to, std::size_t n, float_kind from_kind,
+                    void* stream);
+
+/// scale[c] = max |x| of channel c / 127, or 1 where that is 0, for c <
+/// channels. `scale` needs no initial value.
+void int8_scales(const float* x, std::size_t n, std::size_t channels, std::size_t inner,
+                 float* scale, void* stream);
+
+/// q[i] = clamp(round-half-even(x[i] / scale[c]), -127, 127).
+void int8_quantize(const float* x, const float* scale, std::size_t n, std::size_t channels,
+                   std::size_t inner, signed char* q, void* stream);
+
+/// x[i] = q[i] * scale[c].
+void int8_dequantize(const signed char* q, const float* scale, std::size_t n,
+                     std::size_t channels, std::size_t inner, float* x, void* stream);
+
 } // namespace asteroid::kernels::cuda
