@@ -23,10 +23,6 @@ cuda::float_kind kind_of(torch::Dtype d) {
   }
 }
 
-void* current_stream(const torch::Device& device) {
-  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
-}
-
 // Ships the job list to the device through torch's caching allocator, so it
 // is ordered on the current stream like every other torch allocation.
 void run_jobs(const std::vector<cuda::copy_job>& jobs, std::size_t max_bytes,
@@ -42,6 +38,10 @@ void run_jobs(const std::vector<cuda::copy_job>& jobs, std::size_t max_bytes,
 }
 
 } // namespace
+
+void* current_stream(const torch::Device& device) {
+  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+}
 
 void cuda_flatten(bucket& b, const std::vector<torch::Tensor>& grads) {
   c10::cuda::CUDAGuard guard(b.layout.device);

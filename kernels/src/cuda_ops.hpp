@@ -7,6 +7,9 @@
 
 namespace asteroid::kernels::detail {
 
+/// The current CUDA stream of `device`, as the kernels' `void* stream`.
+void* current_stream(const torch::Device& device);
+
 /// Copies contiguous CUDA `grads` into `b.flat` with one kernel launch.
 void cuda_flatten(bucket& b, const std::vector<torch::Tensor>& grads);
 

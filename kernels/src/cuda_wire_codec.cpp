@@ -4,19 +4,15 @@
 #include "cuda_wire_codec.hpp"
 
 #include "cuda/launch.hpp"
+#include "cuda_ops.hpp"
 
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 
 #include <stdexcept>
 
 namespace asteroid::kernels::detail {
 
 namespace {
-
-void* current_stream(const torch::Device& device) {
-  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
-}
 
 cuda::float_kind narrow_kind(wire_codec c) {
   return c == wire_codec::fp16 ? cuda::float_kind::f16 : cuda::float_kind::bf16;
