@@ -4,6 +4,8 @@
 // asked to run without trusting the plan's numbers.
 #include "asteroid/actors/replica_footprint.hpp"
 
+#include "asteroid/kernels/compute_device.hpp"
+
 #include "asteroid/planner/json_io.hpp"
 
 #include <algorithm>
@@ -48,7 +50,9 @@ replica_footprint predict_footprint(const models::sequential_model& stage,
     f.optimizer = 2 * params;
   else if (spec.optimizer.momentum > 0)
     f.optimizer = params;
-  if (spec.snapshot_every > 0)
+  // A GPU replica's snapshot is copied to host memory (serialization::
+  // host_copy), not the device memory its budget is for.
+  if (spec.snapshot_every > 0 && spec.compute_device.rfind("cuda", 0) != 0)
     f.snapshot_copy = f.weights + f.optimizer;
   f.in_flight = max_in_flight(spec.stream);
   const int64_t rows = spec.shares.at(static_cast<size_t>(spec.replica));

@@ -15,6 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace asteroid::actors::detail {
 
 void supervisor::fault_event(const std::string& event, json rec, int device) {
@@ -84,7 +86,15 @@ const planner::model_profile& supervisor::profile() {
   }
   // The memory model counts the copy a snapshot takes when the replicas take
   // them: the rule their specs are given by (not for 'restart' or 'none').
-  profile_->state_snapshots = snapshots_on();
+  // A GPU node copies its snapshot to host memory, outside the device
+  // memory its budget is for: the planner (one rule for every device) leaves
+  // the copy out only when every device computes on a GPU.
+  const bool all_on_gpu = !caps_.empty()
+                          && std::all_of(caps_.begin(), caps_.end(), [](const nlohmann::json& c) {
+                               return c.value("compute_device", std::string("cpu")).rfind("cuda", 0)
+                                      == 0;
+                             });
+  profile_->state_snapshots = snapshots_on() && !all_on_gpu;
   if (profile_->num_layers() != model_->size())
     throw std::invalid_argument(
       "profile of '" + profile_->model + "' has "

@@ -363,6 +363,8 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                     {"tensor_peak_bytes", rep.value("tensor_peak_bytes", int64_t{-1})},
                     {"device_reserved_peak_bytes",
                      rep.value("device_reserved_peak_bytes", int64_t{-1})},
+                    {"library_workspace_bytes",
+                     rep.value("library_workspace_bytes", int64_t{0})},
                     {"compute_device", rep.value("compute_device", std::string("cpu"))},
                     {"memory_budget_bytes", rep.value("memory_budget_bytes", int64_t{-1})},
                     {"channels", rep.value("channels", json::object())}});

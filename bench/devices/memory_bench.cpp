@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
     po.device = where.str();
     auto profile = training::profile_model(probe, name, po);
     // The bench's jobs snapshot every step (the default), as the supervisor
-    // tells its planner.
-    profile.state_snapshots = true;
+    // tells its planner; on GPU nodes the copy goes to host memory.
+    profile.state_snapshots = !where.is_cuda();
     probe = nullptr;
     for (auto M : micro_batches) {
       const int64_t share = batch / M;
