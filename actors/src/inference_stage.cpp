@@ -75,9 +75,8 @@ int64_t element_count(const models::shape_t& shape) {
   return n;
 }
 
-/// Why `x` cannot be this stage's input for one request ("" if it can).
-/// Why an input of these sizes and (decoded) dtype cannot be computed, or
-/// nothing.
+/// Why an input of these sizes and (decoded) dtype cannot be this stage's
+/// input for one request ("" if it can).
 std::string check_input(const inference_engine& e, c10::IntArrayRef sizes, torch::Dtype dtype) {
   const auto& shape = e.sample_shape;
   const auto dims = static_cast<int64_t>(sizes.size());

@@ -4,8 +4,6 @@
 // asked to run without trusting the plan's numbers.
 #include "asteroid/actors/replica_footprint.hpp"
 
-#include "asteroid/kernels/compute_device.hpp"
-
 #include "asteroid/planner/json_io.hpp"
 
 #include <algorithm>

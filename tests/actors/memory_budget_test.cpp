@@ -2,6 +2,7 @@
 // deployment that does not fit its memory budget; replicas report the
 // prediction next to the measured peak; a model that fits no single node
 // trains over four, each node holding only its stage.
+#include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "job_test_helpers.hpp"
@@ -177,4 +178,26 @@ TEST_CASE("ResNet-50 over 4 node processes whose budgets hold a stage each but n
     }
   }
   CHECK(saw_last);
+}
+
+TEST_CASE("the planner is given a node's budget less what its GPU libraries keep",
+          "[memory]") {
+  using nlohmann::json;
+  const int64_t MiB = int64_t{1} << 20;
+  CHECK(actors::plannable_memory_bytes(
+          json{{"memory_bytes", 1024 * MiB}, {"library_workspace_bytes", 64 * MiB}})
+        == 960 * MiB);
+  // A CPU node keeps none; a node without a budget (0) has nothing taken.
+  CHECK(actors::plannable_memory_bytes(json{{"memory_bytes", 512 * MiB},
+                                            {"library_workspace_bytes", 0}})
+        == 512 * MiB);
+  CHECK(actors::plannable_memory_bytes(
+          json{{"memory_bytes", 0}, {"library_workspace_bytes", 64 * MiB}})
+        == 0);
+  // A workspace above the budget leaves nothing, not a negative budget; an
+  // older node's capabilities without the fields mean 4 GiB and none.
+  CHECK(actors::plannable_memory_bytes(
+          json{{"memory_bytes", 32 * MiB}, {"library_workspace_bytes", 64 * MiB}})
+        == 0);
+  CHECK(actors::plannable_memory_bytes(json::object()) == 4096 * MiB);
 }

@@ -58,7 +58,8 @@ link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
 /// The memory a planner may give the stages on a node of capabilities
 /// `caps` (its `caps_atom` answer): its budget ("memory_bytes", 4 GiB when
 /// absent) less what its GPU libraries keep ("library_workspace_bytes"),
-/// which the node adds to every replica's predicted footprint.
+/// which the node adds to every replica's predicted footprint. A budget of
+/// 0 or less (none) is returned as it is.
 int64_t plannable_memory_bytes(const nlohmann::json& caps);
 
 /// A cluster of `devices` (capabilities from each node: name, memory, speed
