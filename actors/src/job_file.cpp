@@ -135,7 +135,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "seed", "nodes", "plan", "planner", "schedule", "credit_window",
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-     "faults", "profile_node", "measure_links", "data_plane", "run_ahead",
+     "faults", "profile_node", "measure_links", "speeds", "data_plane", "run_ahead",
      "micro_batch_actors", "loss", "credentials", "compression", "check_replicas"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
@@ -175,6 +175,9 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "profile", s.profile_path);
   read_optional(j, f, "profile_node", s.profile_node);
   read_optional(j, f, "measure_links", s.measure_links);
+  read_optional(j, f, "speeds", s.speeds);
+  if (s.speeds != "auto" && s.speeds != "reported" && s.speeds != "measured")
+    f["speeds"].fail("'" + s.speeds + "' (expected auto, reported or measured)");
   read_optional(j, f, "data_plane", s.data_plane);
   read_optional(j, f, "schedule", s.schedule);
   read_optional(j, f, "loss", s.loss);

@@ -181,6 +181,10 @@ private:
     return ft().memory_replan && snapshots_on() && can_plan();
   }
   const planner::model_profile& profile();
+  /// With job_spec::speeds "measured" (or "auto" and nodes that name
+  /// different compute devices): times the model on every node and keeps
+  /// each node's speed relative to the profile in measured_speed_.
+  void measure_speeds();
   /// The cluster the planner sees: measured links or the reports, with
   /// drift corrections.
   planner::cluster full_cluster() const;
@@ -432,6 +436,9 @@ private:
   std::map<int, speed_track> speed_track_;
   /// Measured speed corrections (drift), multiplied into the cluster.
   std::vector<double> speed_scale_;
+  /// Each node's speed timed at the start (measure_speeds), replacing the
+  /// one its reported slowdown gives; empty when speeds are reported.
+  std::vector<double> measured_speed_;
   /// Memory budget corrections (nodes over budget), multiplied into the
   /// cluster; and the peak that last triggered one, by device.
   std::vector<double> memory_scale_;

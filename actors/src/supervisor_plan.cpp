@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 namespace asteroid::actors::detail {
 
@@ -95,6 +96,7 @@ const planner::model_profile& supervisor::profile() {
                                       == 0;
                              });
   profile_->state_snapshots = snapshots_on() && !all_on_gpu;
+  measure_speeds();
   if (profile_->num_layers() != model_->size())
     throw std::invalid_argument(
       "profile of '" + profile_->model + "' has "
@@ -103,8 +105,57 @@ const planner::model_profile& supervisor::profile() {
   return *profile_;
 }
 
+void supervisor::measure_speeds() {
+  const auto& mode = job_.speeds;
+  if (mode != "auto" && mode != "reported" && mode != "measured")
+    throw std::invalid_argument("job speeds '" + mode
+                                + "': expected auto, reported or measured");
+  std::set<std::string> kinds;
+  for (const auto& c : caps_)
+    kinds.insert(c.value("compute_device", std::string("cpu")).substr(0, 4) + " "
+                 + c.value("device_name", std::string("cpu")));
+  if (mode == "reported" || (mode == "auto" && kinds.size() < 2) || caps_.empty()) {
+    result_.speeds_source = "reported";
+    return;
+  }
+  // One forward and backward pass of the whole model at a micro-batch of
+  // the job's, on every node (each with its own device and emulated
+  // slowdown), against the same in the profile the planner uses.
+  const int64_t rows = std::max<int64_t>(1, job_.batch_size / std::max(1, job_.micro_batches));
+  auto seconds_at = [&](const planner::model_profile& p) {
+    double t = 0;
+    for (const auto& l : p.layers)
+      t += l.forward_time(static_cast<double>(rows)) + l.backward_time(static_cast<double>(rows));
+    return t;
+  };
+  const double reference = seconds_at(*profile_);
+  training::profiler_options popts;
+  popts.batch_sizes = {rows};
+  popts.warmup = 1;
+  popts.repeats = 3;
+  std::vector<double> speeds;
+  json record{{"rows", rows}, {"reference_s", reference}};
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    auto p = profile_on_node(sys_, devices_[d], job_.model, job_.model_options, popts,
+                             milliseconds(job_.step_timeout_ms));
+    const double t = seconds_at(p);
+    if (!(t > 0) || !(reference > 0))
+      throw std::runtime_error("timing '" + job_.model + "' on node " + who(static_cast<int>(d))
+                               + " gave no time");
+    speeds.push_back(reference / t);
+    record["nodes"].push_back({{"node", name_of(static_cast<int>(d))},
+                               {"seconds", t},
+                               {"speed", reference / t}});
+  }
+  measured_speed_ = speeds;
+  result_.speeds_source = "measured";
+  spdlog::info("node speeds measured: {}", record.dump());
+}
+
 planner::cluster supervisor::full_cluster() const {
   auto c = links_ ? *links_ : reported_cluster();
+  for (size_t d = 0; d < c.devices.size() && d < measured_speed_.size(); ++d)
+    c.devices[d].speed = measured_speed_[d];
   for (size_t d = 0; d < c.devices.size() && d < speed_scale_.size(); ++d)
     c.devices[d].speed *= speed_scale_[d];
   for (size_t d = 0; d < c.devices.size() && d < memory_scale_.size(); ++d)

@@ -106,6 +106,9 @@ job_result supervisor::run() {
                           {"resumed_from", job_.resume_from},
                           {"recovery", ft().recovery}});
   result_.plan = plan_;
+  if (profile_)
+    for (const auto& d : full_cluster().devices)
+      result_.device_speeds.push_back(d.speed);
   enter(job_state::running);
   auto t_start = wall_us();
   int64_t step = first_step;

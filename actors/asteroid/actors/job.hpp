@@ -124,6 +124,14 @@ struct job_spec {
   /// Planner mode: measure every link between nodes (bandwidth, latency)
   /// instead of assuming 1 Gbit/s everywhere.
   bool measure_links = true;
+  /// Planner mode: where each node's speed comes from. "reported": the
+  /// profiled device's speed scaled by the nodes' emulated slowdowns;
+  /// "measured": the model is also timed on every node (with its slowdown)
+  /// at the job's micro-batch, and a node's speed is the profile's time
+  /// over its own, so a GPU node or a faster machine gets its larger share;
+  /// "auto" (the default): measured when the nodes name different compute
+  /// devices (a GPU beside CPUs, two kinds of GPU), else reported.
+  std::string speeds = "auto";
   /// Tensors between node processes on the nodes' data planes
   /// (data_plane.hpp); false: in CAF messages, as before the data plane.
   bool data_plane = true;
@@ -181,6 +189,11 @@ struct job_result {
   double replica_divergence = -1;
   /// One record per iteration (what the metrics file gets).
   std::vector<nlohmann::json> iterations;
+  /// The speed the planner was given for each node (1: the device the
+  /// profile was taken on) and where it came from ("reported" or
+  /// "measured"); empty for a job with a fixed plan.
+  std::vector<double> device_speeds;
+  std::string speeds_source;
   /// One record per injected fault, detection and recovery.
   std::vector<nlohmann::json> fault_events;
   /// Ended before its last step because it was asked to (a stop message to
