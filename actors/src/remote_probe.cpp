@@ -120,12 +120,4 @@ planner::cluster measure_cluster(caf::actor_system& sys,
   return c;
 }
 
-int64_t plannable_memory_bytes(const nlohmann::json& caps) {
-  const auto budget = caps.value("memory_bytes", int64_t{4} << 30);
-  if (budget <= 0) // no budget: nothing to take from
-    return budget;
-  return std::max<int64_t>(
-    budget - std::max<int64_t>(caps.value("library_workspace_bytes", int64_t{0}), 0), 0);
-}
-
 } // namespace asteroid::actors

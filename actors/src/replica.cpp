@@ -453,7 +453,11 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
       + "' of " + std::to_string(e->model->size()) + " layers");
   e->device = kernels::resolve_compute_device(spec.compute_device);
   auto predicted = predict_footprint(e->model, spec);
-  predicted.library_workspace = kernels::library_workspace_bytes(e->device);
+  // Once per node, as the planner reserves it (plannable_memory_bytes): the
+  // first replica's prediction carries it, and the later ones count it in
+  // what is already committed.
+  predicted.library_workspace
+    = spec.memory_committed > 0 ? 0 : kernels::library_workspace_bytes(e->device);
   check_budget(predicted, spec);
   if (footprint)
     *footprint = predicted;

@@ -4,7 +4,7 @@
 #include "server_state.hpp"
 
 #include "asteroid/actors/inference_spec.hpp"
-#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/actors/stage_state.hpp"
 #include "asteroid/kernels/wire_codec.hpp"
 #include "asteroid/planner/inference_planner.hpp"

@@ -3,6 +3,7 @@
 #include "supervisor.hpp"
 
 #include "asteroid/actors/node.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/planner/json_io.hpp"
 

@@ -2,6 +2,7 @@
 #include "supervisor.hpp"
 
 #include "asteroid/actors/node.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/stage_state.hpp"
@@ -16,7 +17,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <set>
 
 namespace asteroid::actors::detail {
 
@@ -96,25 +96,20 @@ const planner::model_profile& supervisor::profile() {
                                       == 0;
                              });
   profile_->state_snapshots = snapshots_on() && !all_on_gpu;
-  measure_speeds();
   if (profile_->num_layers() != model_->size())
     throw std::invalid_argument(
       "profile of '" + profile_->model + "' has "
       + std::to_string(profile_->num_layers()) + " layers, model '"
       + job_.model + "' has " + std::to_string(model_->size()));
+  // Once per job: a restart recovery profiles again, but lost nodes cannot
+  // be timed and the survivors' speeds have not changed (drift tracks that).
+  if (result_.speeds_source.empty())
+    measure_speeds();
   return *profile_;
 }
 
 void supervisor::measure_speeds() {
-  const auto& mode = job_.speeds;
-  if (mode != "auto" && mode != "reported" && mode != "measured")
-    throw std::invalid_argument("job speeds '" + mode
-                                + "': expected auto, reported or measured");
-  std::set<std::string> kinds;
-  for (const auto& c : caps_)
-    kinds.insert(c.value("compute_device", std::string("cpu")).substr(0, 4) + " "
-                 + c.value("device_name", std::string("cpu")));
-  if (mode == "reported" || (mode == "auto" && kinds.size() < 2) || caps_.empty()) {
+  if (!speeds_to_measure(job_.speeds, caps_)) {
     result_.speeds_source = "reported";
     return;
   }
@@ -131,8 +126,10 @@ void supervisor::measure_speeds() {
   const double reference = seconds_at(*profile_);
   training::profiler_options popts;
   popts.batch_sizes = {rows};
-  popts.warmup = 1;
-  popts.repeats = 3;
+  // The profiler keeps the median of its repeats; a few more than the
+  // planner's profile takes steady a short model on a busy host.
+  popts.warmup = 2;
+  popts.repeats = 5;
   std::vector<double> speeds;
   json record{{"rows", rows}, {"reference_s", reference}};
   for (size_t d = 0; d < devices_.size(); ++d) {

@@ -95,6 +95,9 @@ job_result supervisor::run() {
     trace_.thread_names[{static_cast<int>(d), 999}] = "faults";
   }
   data::sampler order{train_->size(), job_.seed};
+  if (profile_)
+    for (const auto& d : full_cluster().devices)
+      result_.device_speeds.push_back(d.speed);
   metrics_.emit("start", {{"model", job_.model},
                           {"stages", plan_.num_stages()},
                           {"micro_batches", plan_.micro_batches},
@@ -104,11 +107,10 @@ job_result supervisor::run() {
                           {"first_step", first_step},
                           {"deploy_s", deploy_s},
                           {"resumed_from", job_.resume_from},
-                          {"recovery", ft().recovery}});
+                          {"recovery", ft().recovery},
+                          {"device_speeds", result_.device_speeds},
+                          {"speeds_source", result_.speeds_source}});
   result_.plan = plan_;
-  if (profile_)
-    for (const auto& d : full_cluster().devices)
-      result_.device_speeds.push_back(d.speed);
   enter(job_state::running);
   auto t_start = wall_us();
   int64_t step = first_step;

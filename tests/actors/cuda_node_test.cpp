@@ -87,8 +87,9 @@ TEST_CASE("CUDA and CPU nodes in one job: each group mixes a GPU and a CPU "
   std::printf("[cuda mixed 2 GPU + 2 CPU nodes] max abs diff %.3g after 20 steps\n", diff);
 }
 
-TEST_CASE("CUDA nodes with compressed links: the GPU encodes and decodes the bytes the "
-          "CPU does, and training ends where the same job on CPU devices ends") {
+TEST_CASE("CUDA nodes with compressed links: the codecs run on the GPU, every link carries "
+          "the CPU run's byte count, and training ends where the same job on CPU devices "
+          "ends") {
   // cnn: conv1, conv2 | fc1, classifier; stage 1 on two devices (5 + 3 rows),
   // int8-channel activations, fp16 gradients with error feedback and fp16
   // all-reduce chunks: every codec kernel runs on the GPU nodes.
@@ -110,7 +111,8 @@ TEST_CASE("CUDA nodes with compressed links: the GPU encodes and decodes the byt
   actors::local_cluster cluster{gpu_cluster({"cuda", "cuda", "cuda"}, 27540)};
   auto on_gpu = run_on_cluster(job, cluster, train);
   CHECK(on_gpu.steps == 20);
-  // The same codecs on the same shapes: the same bytes on every link.
+  // The same codecs on the same shapes: the same byte count on every link
+  // (kernels_cuda_tests compares the bytes themselves).
   CHECK(on_gpu.iterations.back()["link_bytes"] == on_cpu.iterations.back()["link_bytes"]);
   CHECK(on_gpu.replica_divergence == 0);
   auto diff = max_abs_diff(on_gpu.model, on_cpu.model);

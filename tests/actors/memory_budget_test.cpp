@@ -2,7 +2,7 @@
 // deployment that does not fit its memory budget; replicas report the
 // prediction next to the measured peak; a model that fits no single node
 // trains over four, each node holding only its stage.
-#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "job_test_helpers.hpp"
@@ -115,8 +115,8 @@ TEST_CASE("a device refuses a replica that does not fit its memory budget, "
 }
 
 TEST_CASE("ResNet-50 over 4 node processes whose budgets hold a stage each but not the "
-          "model: the last stage's replica holds only its parameters, and every node "
-          "stays within its budget", "[memory]") {
+          "model: the last stage's replica holds only its parameters, and every node's "
+          "prediction and tensors' peak stay within its budget", "[memory]") {
   const nlohmann::json options{{"num_classes", 10}, {"image_size", 32}};
   data::dataset_options o;
   o.count = 8 * 3;
@@ -172,9 +172,10 @@ TEST_CASE("ResNet-50 over 4 node processes whose budgets hold a stage each but n
       CHECK(bytes_of(16, 18) < bytes_of(0, 18) / 4);
       // The process's resident growth since the claim adds to the tensors
       // the heap LibTorch's allocator keeps for speed (up to 512 MiB), the
-      // serialized snapshots the node stores and the libraries' buffers: a
-      // margin of 512 MiB (361 MiB was measured here).
-      CHECK(resident <= predicted + (int64_t{512} << 20));
+      // serialized snapshots the node stores (its own stage's and its
+      // neighbour's, about 70 MiB here) and the libraries' buffers: a margin
+      // of 768 MiB (361 MiB was measured here).
+      CHECK(resident <= predicted + (int64_t{768} << 20));
     }
   }
   CHECK(saw_last);

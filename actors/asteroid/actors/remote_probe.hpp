@@ -5,6 +5,7 @@
 /// latency of every link between nodes, measured over the path the runtime's
 /// tensors take (the data plane where both nodes have one, else CAF messages;
 /// `link_probe_options::path`).
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/model_profile.hpp"
@@ -54,13 +55,6 @@ struct link_measurement {
 link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts);
-
-/// The memory a planner may give the stages on a node of capabilities
-/// `caps` (its `caps_atom` answer): its budget ("memory_bytes", 4 GiB when
-/// absent) less what its GPU libraries keep ("library_workspace_bytes"),
-/// which the node adds to every replica's predicted footprint. A budget of
-/// 0 or less (none) is returned as it is.
-int64_t plannable_memory_bytes(const nlohmann::json& caps);
 
 /// A cluster of `devices` (capabilities from each node: name, memory, speed
 /// = reference slowdown / node slowdown) with a measured link matrix.

@@ -31,14 +31,14 @@ struct device_info {
 device_info describe_device(torch::Device d);
 
 /// Bytes the GPU libraries keep allocated on `d` once a thread has run a
-/// matrix product and a convolution there, forward and backward: cuBLAS's
-/// and cuBLASLt's workspaces, which LibTorch holds per thread (handle) and
-/// stream through its caching allocator for the life of the process. No
-/// layer profile sees them, yet every replica on a GPU holds them, so a
-/// node adds them to a replica's predicted footprint. Measured once per
-/// device, on a thread that ends so that its handle (and workspace) is the
-/// one the next compute thread takes; 0 on the CPU. Transient workspaces
-/// (cuDNN's, per convolution) are not included.
+/// matrix product and a convolution there, forward and backward: on the
+/// H200 machine 64 MiB, which a thread started after the probe's did not
+/// add to, as cuBLAS workspaces kept per handle (thread) and stream would
+/// behave (docs/jetson.md, "Measured"). No layer profile sees them, so a
+/// node adds them once to its replicas' predicted footprint. Measured once
+/// per device, on a thread that then ends; 0 on the CPU, and 0 with a
+/// warning on stderr when the probe fails (a node still starts). Transient
+/// workspaces (cuDNN's, per convolution) are not included.
 int64_t library_workspace_bytes(torch::Device d);
 
 /// Waits until the work queued on `d` is done (nothing to wait for on the
