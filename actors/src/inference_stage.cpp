@@ -137,9 +137,7 @@ void compute_next(inference_stage_self self) {
       if (!why.empty())
         return;
       torch::NoGradGuard no_grad;
-      auto x = codec == kernels::wire_codec::none
-                 ? kernels::to_compute_device(received.values, e.device)
-                 : kernels::decode(kernels::to_device(received, e.device), codec);
+      auto x = decode_on(received, codec, e.device);
       auto y = e.model->forward_range(x, e.spec.first_layer, e.spec.end_layer);
       // The server gets the output as computed; the next stage under the
       // codec of the link to it. Encoding copies it to the host, so on a

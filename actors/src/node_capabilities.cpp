@@ -14,6 +14,10 @@ int64_t plannable_memory_bytes(const nlohmann::json& caps) {
     budget - std::max<int64_t>(caps.value("library_workspace_bytes", int64_t{0}), 0), 0);
 }
 
+bool computes_on_gpu(const nlohmann::json& caps) {
+  return caps.value("compute_device", std::string("cpu")).rfind("cuda", 0) == 0;
+}
+
 bool speeds_to_measure(const std::string& speeds, const std::vector<nlohmann::json>& caps) {
   if (speeds != "auto" && speeds != "reported" && speeds != "measured")
     throw std::invalid_argument("job speeds '" + speeds
@@ -23,10 +27,10 @@ bool speeds_to_measure(const std::string& speeds, const std::vector<nlohmann::js
   if (speeds == "measured")
     return true;
   // A slowdown relates nodes of one kind of device; across kinds only a
-  // measurement does ("cuda" from "cuda:1", the GPU's name from the caps).
+  // measurement does (the device's name; "cuda:0" and "cuda:1" are a kind).
   std::set<std::string> kinds;
   for (const auto& c : caps)
-    kinds.insert(c.value("compute_device", std::string("cpu")).substr(0, 4) + " "
+    kinds.insert((computes_on_gpu(c) ? "gpu " : "cpu ")
                  + c.value("device_name", std::string("cpu")));
   return kinds.size() > 1;
 }

@@ -199,11 +199,7 @@ replica_actor::behavior_type replica_fun(replica_self* self,
     }
     torch::Tensor t;
     try {
-      // A compressed tensor crosses to the compute device as it came (fewer
-      // bytes) and is decoded there, on a GPU by the project's kernels.
-      t = codec == kernels::wire_codec::none
-            ? kernels::to_compute_device(received.values, e->device)
-            : kernels::decode(kernels::to_device(received, e->device), codec);
+      t = decode_on(received, codec, e->device);
     } catch (const std::exception& ex) {
       fail(self, "cannot move " + what + " to " + e->device.str() + ": " + ex.what());
       return;

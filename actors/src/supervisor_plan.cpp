@@ -90,11 +90,8 @@ const planner::model_profile& supervisor::profile() {
   // A GPU node copies its snapshot to host memory, outside the device
   // memory its budget is for: the planner (one rule for every device) leaves
   // the copy out only when every device computes on a GPU.
-  const bool all_on_gpu = !caps_.empty()
-                          && std::all_of(caps_.begin(), caps_.end(), [](const nlohmann::json& c) {
-                               return c.value("compute_device", std::string("cpu")).rfind("cuda", 0)
-                                      == 0;
-                             });
+  const bool all_on_gpu
+    = !caps_.empty() && std::all_of(caps_.begin(), caps_.end(), computes_on_gpu);
   profile_->state_snapshots = snapshots_on() && !all_on_gpu;
   if (profile_->num_layers() != model_->size())
     throw std::invalid_argument(

@@ -1,5 +1,6 @@
 #include "asteroid/actors/wire_compression.hpp"
 
+#include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 
 #include <stdexcept>
@@ -69,9 +70,15 @@ kernels::encoded_tensor read_wire_payload(const std::string& bytes, wire_codec c
   return e;
 }
 
+torch::Tensor decode_on(const kernels::encoded_tensor& received, wire_codec codec,
+                        torch::Device device) {
+  return codec == wire_codec::none
+           ? kernels::to_compute_device(received.values, device)
+           : kernels::decode(kernels::to_device(received, device), codec);
+}
+
 torch::Tensor decode_wire_payload(const std::string& bytes, wire_codec codec) {
-  auto e = read_wire_payload(bytes, codec);
-  return codec == wire_codec::none ? e.values : kernels::decode(e, codec);
+  return decode_on(read_wire_payload(bytes, codec), codec, torch::kCPU);
 }
 
 } // namespace asteroid::actors

@@ -3,7 +3,7 @@
 // a GPU train to the weights of single-device CPU training, alone and in one
 // job with CPU nodes, and report their GPU; compressed links encode and
 // decode on the GPU. Ports 27640-27648 and 27540-27542.
-#include "asteroid/actors/remote_probe.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 
 #include "job_test_helpers.hpp"

@@ -19,6 +19,9 @@ namespace asteroid::actors {
 /// the result is never below 0.
 int64_t plannable_memory_bytes(const nlohmann::json& caps);
 
+/// Whether the node computes on a GPU ("compute_device" cuda or cuda:N).
+bool computes_on_gpu(const nlohmann::json& caps);
+
 /// Whether a planner job with `speeds` ("auto", "reported", "measured")
 /// times the model on every node of `caps`: "measured" always, "reported"
 /// never, "auto" when the nodes name different compute devices (kind and

@@ -56,6 +56,12 @@ std::string encode_wire_payload(const torch::Tensor& t, kernels::wire_codec code
 /// decodes there (kernels::to_device, kernels::decode).
 kernels::encoded_tensor read_wire_payload(const std::string& bytes, kernels::wire_codec codec);
 
+/// What read_wire_payload returned, on `device`: under `none` the tensor
+/// as sent; otherwise the encoded tensor crosses to `device` as it came
+/// (fewer bytes) and is decoded there, on a GPU by the project's kernels.
+torch::Tensor decode_on(const kernels::encoded_tensor& received, kernels::wire_codec codec,
+                        torch::Device device);
+
 /// The float32 tensor the bytes carry (under `none`: the tensor as sent),
 /// on the host. Throws as read_wire_payload.
 torch::Tensor decode_wire_payload(const std::string& bytes, kernels::wire_codec codec);
