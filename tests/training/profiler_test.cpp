@@ -50,6 +50,35 @@ TEST_CASE("profiling an MLP measures every layer", "[training][profiler]") {
   CHECK(params == model->parameter_count() * 4);
 }
 
+TEST_CASE("an inference profile times forward passes alone, without autograd",
+          "[training][profiler]") {
+  auto model = models::make_model(
+    "mlp", models::model_options().hidden_sizes({256, 128}).seed(1));
+  training::profiler_options o;
+  o.batch_sizes = {16};
+  o.repeats = 3;
+  o.forward_only = true;
+  auto p = training::profile_model(model, "mlp", o);
+  REQUIRE(p.num_layers() == model->size());
+  for (auto& l : p.layers) {
+    CHECK(l.forward_s[0] > 0);
+    CHECK(l.backward_s[0] == 0);
+    CHECK(l.stashed_bytes_per_sample == 0); // nothing kept for a backward
+  }
+  // Left as a stage would be: eval mode, no gradients anywhere.
+  CHECK_FALSE(model->is_training());
+  for (auto& param : model->parameters())
+    CHECK_FALSE(param.grad().defined());
+  // Training forwards keep their inputs for the backward: a stash.
+  o.forward_only = false;
+  auto trained = training::profile_model(model, "mlp", o);
+  CHECK(model->is_training());
+  int64_t stash = 0;
+  for (auto& l : trained.layers)
+    stash += l.stashed_bytes_per_sample;
+  CHECK(stash > 0);
+}
+
 TEST_CASE("an emulated slowdown is recorded and scales times",
           "[training][profiler]") {
   auto model = models::make_model("mlp", models::model_options().seed(1));

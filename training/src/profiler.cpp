@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -25,14 +26,14 @@ double median(std::vector<double> xs) {
 }
 
 torch::Tensor random_input(const models::sequential_model& model, int layer,
-                           int64_t batch, torch::Device device) {
+                           int64_t batch, torch::Device device, bool needs_grad) {
   std::vector<int64_t> shape{batch};
   auto per_sample = model->input_shape(layer);
   shape.insert(shape.end(), per_sample.begin(), per_sample.end());
   if (layer == 0 && model->input_dtype() == torch::kLong)
     return torch::randint(0, 100, shape, torch::dtype(torch::kLong).device(device)); // valid token ids
   auto x = torch::randn(shape, torch::device(device));
-  if (layer > 0)
+  if (layer > 0 && needs_grad)
     x.requires_grad_(true);
   return x;
 }
@@ -71,14 +72,19 @@ planner::model_profile profile_model(models::sequential_model& model,
   const bool gpu = device.is_cuda();
   model->to(device);
   {
-    auto x = random_input(model, 0, 1, device);
+    auto x = random_input(model, 0, 1, device, false);
     profile.input_bytes_per_sample = x.numel() * x.element_size();
   }
   // What tensors hold now on the profiled device.
   auto held_bytes = [&] {
     return gpu ? kernels::device_memory_stats(device).allocated_now : memory.current_bytes();
   };
-  model->train();
+  const bool training = !options.forward_only;
+  model->train(training);
+  // Inference forwards record nothing for a backward.
+  std::optional<torch::NoGradGuard> no_grad;
+  if (!training)
+    no_grad.emplace();
   auto state_factor = options.optimizer == optimizer_kind::adam ? 2 : 1;
   for (int i = 0; i < model->size(); ++i) {
     planner::layer_profile lp;
@@ -93,7 +99,7 @@ planner::model_profile profile_model(models::sequential_model& model,
       std::vector<double> fwd, bwd;
       int64_t peak_extra = 0, held_after_forward = 0;
       for (int r = 0; r < options.warmup + options.repeats; ++r) {
-        auto x = random_input(model, i, b, device);
+        auto x = random_input(model, i, b, device, training);
         kernels::synchronize(device);
         auto base = held_bytes();
         memory.reset_peak();
@@ -107,12 +113,15 @@ planner::model_profile profile_model(models::sequential_model& model,
         // an activation's output), which a pipeline stage holds per in-flight
         // micro-batch.
         held_after_forward = std::max(held_after_forward, held_bytes() - base);
-        auto grad = torch::randn_like(y);
-        kernels::synchronize(device);
-        t0 = clock_type::now();
-        y.backward(grad);
-        kernels::synchronize(device);
-        auto tb = seconds_since(t0);
+        double tb = 0;
+        if (training) {
+          auto grad = torch::randn_like(y);
+          kernels::synchronize(device);
+          t0 = clock_type::now();
+          y.backward(grad);
+          kernels::synchronize(device);
+          tb = seconds_since(t0);
+        }
         auto peak = gpu ? kernels::device_memory_stats(device).allocated_peak
                         : memory.peak_bytes();
         peak_extra = std::max(peak_extra, peak - base);
@@ -131,9 +140,12 @@ planner::model_profile profile_model(models::sequential_model& model,
       if (b == options.batch_sizes.back()) {
         // The stash is counted per in-flight micro-batch and the gradients
         // with the weights; working memory is what comes on top of both.
+        // Only a backward allocates the parameters' gradients; an inference
+        // forward leaves its output alone, which is no stash.
+        const int64_t grads = training ? tensor_bytes(params) : 0;
         lp.working_bytes_per_sample =
-          std::max<int64_t>(0, peak_extra - held_after_forward - tensor_bytes(params)) / b;
-        lp.stashed_bytes_per_sample = held_after_forward / b;
+          std::max<int64_t>(0, peak_extra - held_after_forward - grads) / b;
+        lp.stashed_bytes_per_sample = training ? held_after_forward / b : 0;
       }
     }
     profile.layers.push_back(std::move(lp));

@@ -29,6 +29,11 @@ struct profiler_options {
   /// there, and on CUDA each timing waits for the kernels and the working
   /// memory is the caching allocator's.
   torch::Device compute_device = torch::kCPU;
+  /// Inference: time forward passes only, in eval mode without autograd,
+  /// as an inference stage computes (backward times are recorded as 0, the
+  /// stash as 0, and the working memory is the forward's alone). Training
+  /// forwards differ: they keep what the backward needs and run dropout.
+  bool forward_only = false;
 };
 
 /// Measures every layer of `model` on `options.compute_device`: forward and
@@ -39,8 +44,10 @@ struct profiler_options {
 ///
 /// Each layer runs alone on random inputs of its declared shape (token ids
 /// for a model whose input dtype is int64), with `requires_grad` inputs for
-/// all but the first layer, as a pipeline stage would. The model is left in
-/// training mode with its gradients cleared.
+/// all but the first layer, as a pipeline stage would (with
+/// `forward_only`: without autograd, as an inference stage). The model is
+/// left in training mode with its gradients cleared (eval mode with
+/// `forward_only`).
 planner::model_profile profile_model(models::sequential_model& model,
                                      const std::string& model_name,
                                      const profiler_options& options = {});
