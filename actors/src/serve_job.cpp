@@ -378,6 +378,7 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   r.samples = r.stats.value("samples", int64_t{0});
   r.seconds = r.stats.value("seconds", 0.0);
   r.samples_per_s = r.stats.value("samples_per_s", 0.0);
+  r.steady_samples_per_s = r.stats.value("steady_samples_per_s", 0.0);
   r.latency_p50_ms = r.stats.value("latency_p50_ms", 0.0);
   r.latency_p99_ms = r.stats.value("latency_p99_ms", 0.0);
   r.outputs = torch::cat(out->outputs);

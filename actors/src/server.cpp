@@ -170,10 +170,22 @@ json server_stats(const server_state& st) {
   double seconds = st.first_sent && st.answered > 0
                      ? std::chrono::duration<double>(st.last_answer - *st.first_sent).count()
                      : 0.0;
+  // From the first answer on, the pipeline is full (with enough requests
+  // in flight): its rate is what the planner predicts, without the time
+  // the first request took to cross every stage.
+  double steady_seconds = st.first_answer && st.answered > 1
+                            ? std::chrono::duration<double>(st.last_answer - *st.first_answer)
+                                .count()
+                            : 0.0;
   json j{{"requests", st.answered},
          {"samples", st.samples},
          {"seconds", seconds},
          {"samples_per_s", seconds > 0 ? static_cast<double>(st.samples) / seconds : 0.0},
+         {"steady_seconds", steady_seconds},
+         {"steady_samples_per_s",
+          steady_seconds > 0
+            ? static_cast<double>(st.samples - st.first_answer_samples) / steady_seconds
+            : 0.0},
          {"latency_p50_ms", percentile(lat, 0.5)},
          {"latency_p99_ms", percentile(lat, 0.99)},
          {"in_flight", st.in_flight.size()},
@@ -308,6 +320,10 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
       ++st.answered;
       st.samples += it->second.rows;
       st.last_answer = now;
+      if (!st.first_answer) {
+        st.first_answer = now;
+        st.first_answer_samples = it->second.rows;
+      }
       st.done.emplace(m.step, std::make_pair(std::move(it->second), std::move(m.payload)));
       st.in_flight.erase(it);
       answer_in_order(self);
@@ -411,6 +427,8 @@ planner::model_profile profile_for_serving(const std::string& model,
   popts.batch_sizes = {micro_batch};
   popts.warmup = 3;
   popts.repeats = 9;
+  // As a stage computes: forward only, eval mode, no autograd.
+  popts.forward_only = true;
   // A fresh copy: profiling runs forward passes, which would move
   // BatchNorm statistics of the weights the stages get.
   auto probe = training::build_model(model, model_options);

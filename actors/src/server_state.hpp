@@ -85,6 +85,9 @@ struct server_state {
   int64_t samples = 0;
   std::optional<server_clock::time_point> first_sent;
   server_clock::time_point last_answer;
+  /// The first answer and its rows: the steady-state rate counts from it.
+  std::optional<server_clock::time_point> first_answer;
+  int64_t first_answer_samples = 0;
   std::deque<double> latencies_ms;
 };
 

@@ -24,10 +24,11 @@ void print_serve_result(const actors::serve_result& r) {
                 static_cast<long long>(s.value("requests", int64_t{0})),
                 s.value("busy_s", 0.0), s.value("queue_mean", 0.0),
                 static_cast<long long>(s.value("queue_max", int64_t{0})));
-  std::printf("%lld requests, %lld samples in %.2f s: %.1f samples/s, latency p50 %.1f ms, "
-              "p99 %.1f ms\n",
+  std::printf("%lld requests, %lld samples in %.2f s: %.1f samples/s (%.1f from the first "
+              "answer on), latency p50 %.1f ms, p99 %.1f ms\n",
               static_cast<long long>(r.requests), static_cast<long long>(r.samples),
-              r.seconds, r.samples_per_s, r.latency_p50_ms, r.latency_p99_ms);
+              r.seconds, r.samples_per_s, r.steady_samples_per_s, r.latency_p50_ms,
+              r.latency_p99_ms);
   for (const auto& x : r.stats.value("recoveries", nlohmann::json::array()))
     std::printf("re-planned: %s (%s)\n", x.value("why", std::string{}).c_str(),
                 x.value("pipeline_kept", false) ? "pipeline kept" : "new pipeline");

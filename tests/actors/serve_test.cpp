@@ -159,6 +159,13 @@ TEST_CASE("serve: a 4-stage cnn pipeline answers every request once and in order
   }
   CHECK(r.latency_p99_ms >= r.latency_p50_ms);
   CHECK(r.samples_per_s > 0);
+  // The steady rate counts the 29 answers after the first, over the time
+  // since the first: a part of the whole stream's time.
+  CHECK(r.steady_samples_per_s > 0);
+  CHECK(r.stats["steady_seconds"].get<double>() > 0);
+  CHECK(r.stats["steady_seconds"].get<double>() < r.stats["seconds"].get<double>());
+  CHECK(r.steady_samples_per_s * r.stats["steady_seconds"].get<double>()
+        == Approx(145.0).epsilon(1e-9));
 }
 
 TEST_CASE("serve: fp16 activations on every link keep the top-1 class of at least "

@@ -105,6 +105,10 @@ struct serve_result {
   int64_t samples = 0;
   double seconds = 0;
   double samples_per_s = 0;
+  /// Samples answered after the first answer over the time from it to the
+  /// last: the full pipeline's rate, which the plan's samples/s predicts
+  /// (0 with fewer than two answers).
+  double steady_samples_per_s = 0;
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
   /// Top-1 accuracy against the dataset's labels; -1 without labels.
