@@ -4,73 +4,183 @@
 // samples/s next to what `run_serve` measured, and the measured speedup over
 // the one-node pipeline. The planner's profile is taken once in this process
 // on one thread, as the nodes compute, before any node starts. Each node
-// count runs twice, side by side: with the links measured before planning
-// (measure_links, the default) and with every link assumed 1 Gbit/s.
+// count runs with the links measured before planning (measure_links, the
+// default) and, unless `--links measured`, again with every link assumed
+// 1 Gbit/s.
+//
+// Devices are given as slowdowns of this host's core, or as catalog types
+// (`--types`): the fastest type listed gets `--fastest-slowdown` and every
+// other type that times its catalog speed ratio, so the emulated devices keep
+// the catalog's relative speeds (the catalog's figures are training epoch
+// times; docs/planner.md, "Device catalog").
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/server.hpp"
+#include "asteroid/planner/device_catalog.hpp"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 using namespace asteroid;
 
 namespace {
 
-std::vector<double> parse_numbers(const std::string& text) {
-  std::vector<double> out;
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
   std::stringstream in{text};
   std::string item;
   while (std::getline(in, item, ','))
+    out.push_back(item);
+  return out;
+}
+
+std::vector<double> parse_numbers(const std::string& text) {
+  std::vector<double> out;
+  for (const auto& item : split(text))
     out.push_back(std::stod(item));
   return out;
 }
+
+/// Slowdowns that keep the catalog's speed ratios between `types`, the
+/// fastest of them at `fastest_slowdown`.
+std::vector<double> slowdowns_of_types(const std::vector<std::string>& types,
+                                       double fastest_slowdown) {
+  double fastest = 0;
+  for (const auto& t : types)
+    fastest = std::max(fastest, planner::device_type(t).speed);
+  std::vector<double> out;
+  for (const auto& t : types)
+    out.push_back(fastest_slowdown * fastest / planner::device_type(t).speed);
+  return out;
+}
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  const auto n = xs.size();
+  return n == 0 ? 0.0 : n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+/// EdgePipe's reported speedup at 16 devices (ViT-Large), measured on its
+/// own testbed: a reference, not something this run reproduces.
+constexpr double edgepipe_vit_large_16 = 10.59;
 
 } // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Inference pipelines on emulated devices: predicted vs measured samples/s"};
   std::string model = "cnn";
+  std::string model_options_text = "{}";
   std::string slowdowns = "4,4,8,8";
+  std::string types;
+  double fastest_slowdown = 8;
   std::string counts = "1,2,3,4";
   int64_t requests = 300;
+  int64_t requests_per_node = 0;
   int64_t micro_batch = 8;
+  double link_rate_mbps = 0;
+  std::string links_modes = "measured,assumed";
   int base_port = 27690;
+  std::string log_dir;
   app.add_option("--model", model, "Model of the zoo")->capture_default_str();
+  app.add_option("--model-options", model_options_text,
+                 "Model options as JSON, e.g. '{\"sub_layers\":true,\"image_size\":32}'")
+    ->capture_default_str();
   app.add_option("--slowdowns", slowdowns,
                  "Emulated slowdown of node 0, 1, ... (a run with N nodes uses the first N)")
     ->capture_default_str();
+  app.add_option("--types", types,
+                 "Catalog device type of node 0, 1, ... instead of --slowdowns (see "
+                 "`asteroid devices`)");
+  app.add_option("--fastest-slowdown", fastest_slowdown,
+                 "With --types: the emulated slowdown of the fastest type listed; the others "
+                 "keep the catalog's speed ratios to it")
+    ->capture_default_str();
   app.add_option("--nodes", counts, "Node counts to run")->capture_default_str();
   app.add_option("--requests", requests, "Requests per run")->capture_default_str();
+  app.add_option("--requests-per-node", requests_per_node,
+                 "Requests per run = this x the run's nodes (0: --requests)")
+    ->capture_default_str();
   app.add_option("--micro-batch", micro_batch, "Samples per request")->capture_default_str();
+  app.add_option("--link-rate", link_rate_mbps,
+                 "Pace every node's outgoing tensors to this many Mbit/s (0: loopback, unpaced)")
+    ->capture_default_str();
+  app.add_option("--links", links_modes,
+                 "How the planner prices links, one run each: measured, assumed (1 Gbit/s)")
+    ->capture_default_str();
   app.add_option("--base-port", base_port, "Node i listens on PORT+i")->capture_default_str();
+  app.add_option("--log-dir", log_dir,
+                 "Keep the nodes' logs here (one folder per run; default: removed)");
   CLI11_PARSE(app, argc, argv);
+  nlohmann::json model_options;
+  try {
+    model_options = nlohmann::json::parse(model_options_text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve_bench: --model-options is not JSON: %s\n", e.what());
+    return 2;
+  }
+  std::vector<double> slow;
+  std::vector<std::string> type_of_node;
+  try {
+    if (!types.empty()) {
+      type_of_node = split(types);
+      slow = slowdowns_of_types(type_of_node, fastest_slowdown);
+    } else {
+      slow = parse_numbers(slowdowns);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serve_bench: %s\n", e.what());
+    return 2;
+  }
+  bool with_measured = false, with_assumed = false;
+  for (const auto& m : split(links_modes)) {
+    if (m == "measured")
+      with_measured = true;
+    else if (m == "assumed")
+      with_assumed = true;
+    else {
+      std::fprintf(stderr, "serve_bench: --links takes measured and/or assumed, not '%s'\n",
+                   m.c_str());
+      return 2;
+    }
+  }
   // This program computes nothing else: one thread, as the nodes.
   at::set_num_threads(1);
   // The planner's profile, once, before any node process starts on this
   // host (server.hpp says why), on one thread as the nodes compute.
-  const auto profile = actors::profile_for_serving(model, nlohmann::json::object(),
-                                                   micro_batch);
-  const auto slow = parse_numbers(slowdowns);
-  std::printf("model %s, %lld requests of %lld samples; nodes are local processes with "
-              "emulated slowdowns %s (one LibTorch thread each), links loopback; "
-              "'links' says what the planner priced transfers with\n",
-              model.c_str(), static_cast<long long>(requests),
-              static_cast<long long>(micro_batch), slowdowns.c_str());
-  std::printf("%-6s %-30s %-28s %12s %12s %9s %10s %10s\n", "nodes", "links",
-              "stages (node: layers)", "predicted", "measured", "meas/pred", "speedup",
-              "pred. spd");
+  const auto profile = actors::profile_for_serving(model, model_options, micro_batch);
+  std::printf("model %s %s, micro-batch %lld; nodes are local processes (one LibTorch "
+              "thread each) emulating devices slowed down from this host's core:",
+              model.c_str(), model_options.dump().c_str(), static_cast<long long>(micro_batch));
+  for (size_t i = 0; i < slow.size(); ++i)
+    std::printf(" %s%sx%.2f", type_of_node.empty() ? "" : type_of_node[i].c_str(),
+                type_of_node.empty() ? "" : " ", slow[i]);
+  std::printf("; links loopback%s; 'links' says what the planner priced transfers with; "
+              "'measured' is the rate from the first answer on (the full pipeline), "
+              "'whole' over the whole stream\n",
+              link_rate_mbps > 0 ? (", paced to " + std::to_string(link_rate_mbps) + " Mbit/s")
+                                     .c_str()
+                                 : ", unpaced");
+  std::printf("%-6s %-9s %-30s %-34s %10s %10s %10s %9s %9s %9s %9s\n", "nodes", "requests",
+              "links", "stages (node: layers)", "predicted", "measured", "whole", "meas/pred",
+              "speedup", "pred.spd", "EdgePipe");
   double one_measured = 0, one_predicted = 0;
+  std::vector<double> errors;
+  int failed = 0;
   for (double count : parse_numbers(counts))
     for (bool measure : {true, false}) {
       const int n = static_cast<int>(count);
-      if (n == 1 && !measure)
-        continue; // one node: no links
+      if ((measure && !with_measured) || (!measure && !with_assumed))
+        continue;
+      if (n == 1 && !measure && with_measured)
+        continue; // one node: no links, the measured run says it all
       if (n < 1 || static_cast<size_t>(n) > slow.size()) {
-        std::fprintf(stderr, "serve_bench: %d nodes but %zu slowdowns\n", n, slow.size());
+        std::fprintf(stderr, "serve_bench: %d nodes but %zu devices given\n", n, slow.size());
         return 2;
       }
       actors::local_cluster::options o;
@@ -78,33 +188,71 @@ int main(int argc, char** argv) {
       o.nodes = n;
       o.base_port = static_cast<uint16_t>(base_port);
       o.slowdowns.assign(slow.begin(), slow.begin() + n);
+      if (link_rate_mbps > 0)
+        o.link_rates_mbps = {link_rate_mbps};
+      if (!log_dir.empty()) {
+        o.log_dir = log_dir + "/nodes" + std::to_string(n) + (measure ? "-measured" : "-assumed");
+        std::filesystem::create_directories(o.log_dir);
+        o.keep_logs = true;
+      }
       actors::local_cluster cluster{o};
       actors::serve_spec spec;
       spec.model = model;
+      spec.model_options = model_options;
       spec.nodes = cluster.endpoints();
       spec.micro_batch = micro_batch;
-      spec.requests = requests;
+      spec.requests = requests_per_node > 0 ? requests_per_node * n : requests;
       spec.dataset = "synthetic";
       spec.planner = "edgepipe";
       spec.profile = profile;
       spec.measure_links = measure;
-      auto r = actors::run_serve(spec);
+      // A request waits behind every other one in flight on the slowest
+      // emulated device: allow for slow devices and large models.
+      spec.request_timeout_ms = 600000;
+      actors::serve_result r;
+      try {
+        r = actors::run_serve(spec);
+      } catch (const std::exception& e) {
+        // A failed run costs its row, not the bench.
+        std::printf("%-6d %-9lld failed: %s\n", n, static_cast<long long>(spec.requests),
+                    e.what());
+        std::fflush(stdout);
+        ++failed;
+        continue;
+      }
       const std::string links = n == 1 ? "none" : actors::describe_links(r.stats["links"]);
       std::string stages;
       for (const auto& st : r.plan.stages)
         stages += (stages.empty() ? "" : " ") + std::to_string(st.device) + ":"
                   + std::to_string(st.first_layer) + "-" + std::to_string(st.end_layer);
-      if (n == 1 && measure) {
-        one_measured = r.samples_per_s;
+      if (n == 1) {
+        one_measured = r.steady_samples_per_s;
         one_predicted = r.plan.samples_per_s;
       }
-      std::printf("%-6d %-30s %-28s %12.1f %12.1f %9.2f %10.2f %10.2f\n", n, links.c_str(),
-                  stages.c_str(),
-                  r.plan.samples_per_s, r.samples_per_s,
-                  r.plan.samples_per_s > 0 ? r.samples_per_s / r.plan.samples_per_s : 0.0,
-                  one_measured > 0 ? r.samples_per_s / one_measured : 0.0,
-                  one_predicted > 0 ? r.plan.samples_per_s / one_predicted : 0.0);
+      const double ratio = r.plan.samples_per_s > 0
+                             ? r.steady_samples_per_s / r.plan.samples_per_s
+                             : 0.0;
+      if (measure)
+        errors.push_back(std::abs(ratio - 1.0));
+      char edgepipe[16] = "-";
+      if (n == 16 && model.rfind("vit_large", 0) == 0)
+        std::snprintf(edgepipe, sizeof edgepipe, "%.2f", edgepipe_vit_large_16);
+      std::printf("%-6d %-9lld %-30s %-34s %10.3f %10.3f %10.3f %9.3f %9.2f %9.2f %9s\n", n,
+                  static_cast<long long>(spec.requests), links.c_str(), stages.c_str(),
+                  r.plan.samples_per_s, r.steady_samples_per_s, r.samples_per_s, ratio,
+                  one_measured > 0 ? r.steady_samples_per_s / one_measured : 0.0,
+                  one_predicted > 0 ? r.plan.samples_per_s / one_predicted : 0.0,
+                  edgepipe);
       std::fflush(stdout);
     }
-  return 0;
+  if (!errors.empty())
+    std::printf("|measured/predicted - 1| over the runs with measured links: median %.3f, "
+                "worst %.3f (%zu runs)\n",
+                median(errors), *std::max_element(errors.begin(), errors.end()),
+                errors.size());
+  if (model.rfind("vit_large", 0) == 0)
+    std::printf("EdgePipe reports %.2fx for ViT-Large at 16 devices over its best single "
+                "device, on its own testbed (not emulated here)\n",
+                edgepipe_vit_large_16);
+  return failed > 0 ? 1 : 0;
 }
