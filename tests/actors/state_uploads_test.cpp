@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 using namespace asteroid;
@@ -33,6 +34,21 @@ TEST_CASE("state_uploads: pieces in order make the state, which is taken once") 
   CHECK(up.bytes() == 0);
   CHECK_FALSE(up.take(k, why));
   CHECK_THAT(why, Catch::Contains("no upload 1"));
+}
+
+TEST_CASE("state_uploads: an upload's buffer is its announced size from the first piece on "
+          "(arriving pieces never move what arrived)") {
+  actors::state_uploads up{64 << 20};
+  // Doubling from one piece would end at 4 pieces' room for 3 and a bit.
+  const int64_t total = 3 * state_piece_bytes + 1;
+  actors::state_uploads::key k{7, 1};
+  for (int64_t at = 0; at < total; at += state_piece_bytes)
+    REQUIRE(up.append(k, total, at, bytes_of(std::min(state_piece_bytes, total - at))).empty());
+  std::string why;
+  auto got = up.take(k, why);
+  REQUIRE(got);
+  CHECK(got->size() == static_cast<size_t>(total));
+  CHECK(got->capacity() < static_cast<size_t>(total + state_piece_bytes / 2));
 }
 
 TEST_CASE("state_uploads: out-of-order, oversized and overlong pieces drop the upload") {

@@ -16,8 +16,9 @@
 /// size up front, which must fit what is left of `max_bytes` (the node's
 /// memory budget); pieces must come in order and fit that size; at most
 /// `max_uploads` are open at once (a new one beyond that drops the oldest,
-/// which a deployment given up midway leaves behind). Bytes are committed
-/// as pieces arrive, never on the word of the announced size.
+/// which a deployment given up midway leaves behind). The announced size
+/// is reserved as address space when the upload opens (no copy as it
+/// grows); memory is touched, and `bytes()` counted, as pieces arrive.
 #include <cstdint>
 #include <functional>
 #include <map>
