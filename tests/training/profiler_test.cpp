@@ -60,10 +60,17 @@ TEST_CASE("an inference profile times forward passes alone, without autograd",
   o.forward_only = true;
   auto p = training::profile_model(model, "mlp", o);
   REQUIRE(p.num_layers() == model->size());
-  for (auto& l : p.layers) {
+  for (int i = 0; i < p.num_layers(); ++i) {
+    const auto& l = p.layers[static_cast<size_t>(i)];
+    CHECK(l.name == model->layer_name(i));
+    REQUIRE(l.batch_sizes == std::vector<int64_t>{16});
     CHECK(l.forward_s[0] > 0);
     CHECK(l.backward_s[0] == 0);
     CHECK(l.stashed_bytes_per_sample == 0); // nothing kept for a backward
+    int64_t out = 4;
+    for (auto d : model->output_shape(i))
+      out *= d;
+    CHECK(l.output_bytes_per_sample == out);
   }
   // Left as a stage would be: eval mode, no gradients anywhere.
   CHECK_FALSE(model->is_training());
