@@ -3,6 +3,7 @@
 #include "asteroid/planner/json_io.hpp"
 
 #include <algorithm>
+#include <new>
 #include <stdexcept>
 
 namespace asteroid::actors {
@@ -64,12 +65,20 @@ std::string state_uploads::append(const key& k, int64_t total, int64_t offset,
         return a.second.opened < b.second.opened;
       }));
     it = uploads_.emplace(k, upload{total, {}, ++opened_}).first;
-    // Address space for the whole state at once: grown by doubling, the
-    // last growth of a 1.2 GB state (ViT-L/16's weights) copied 1 GiB into
-    // fresh pages while the device actor could answer nothing (2.6 s here,
-    // and its heartbeats went unanswered). Reserved pages are not touched,
-    // so memory is still used only as pieces fill it.
-    it->second.bytes.reserve(static_cast<size_t>(total));
+    // Room for the whole state at once: grown by doubling, the last growth
+    // of a 1.2 GB state (ViT-L/16's weights) copied 1 GiB into fresh pages
+    // while the device actor could answer nothing (2.6 s here, and its
+    // heartbeats went unanswered). Only while the reservations fit the
+    // budget, so that announcements alone cannot claim more address space
+    // than it; a reservation the system refuses leaves the upload to grow.
+    if (reserved_ + static_cast<uint64_t>(total) <= max_bytes_) {
+      try {
+        it->second.bytes.reserve(static_cast<size_t>(total));
+        it->second.reserved = static_cast<uint64_t>(total);
+        reserved_ += it->second.reserved;
+      } catch (const std::bad_alloc&) {
+      }
+    }
   } else if (it == uploads_.end()) {
     return "a piece at offset " + std::to_string(offset) + " of an upload that is not open";
   }
@@ -105,6 +114,7 @@ std::optional<std::string> state_uploads::take(const key& k, std::string& why) {
   }
   auto bytes = std::move(it->second.bytes);
   held_ -= bytes.size();
+  reserved_ -= it->second.reserved;
   uploads_.erase(it);
   return bytes;
 }
@@ -112,10 +122,12 @@ std::optional<std::string> state_uploads::take(const key& k, std::string& why) {
 void state_uploads::clear() {
   uploads_.clear();
   held_ = 0;
+  reserved_ = 0;
 }
 
 void state_uploads::drop(std::map<key, upload>::iterator it) {
   held_ -= it->second.bytes.size();
+  reserved_ -= it->second.reserved;
   uploads_.erase(it);
 }
 

@@ -49,6 +49,25 @@ TEST_CASE("state_uploads: an upload's buffer is its announced size from the firs
   REQUIRE(got);
   CHECK(got->size() == static_cast<size_t>(total));
   CHECK(got->capacity() < static_cast<size_t>(total + state_piece_bytes / 2));
+  CHECK(up.reserved() == 0);
+}
+
+TEST_CASE("state_uploads: announcements alone reserve no more than the budget") {
+  actors::state_uploads up{1000, 3};
+  CHECK(up.append({1, 1}, 900, 0, "x").empty());
+  CHECK(up.reserved() == 900);
+  // Fits the budget of arrived bytes, not what is reserved: it grows as its
+  // pieces arrive instead.
+  CHECK(up.append({1, 2}, 900, 0, "x").empty());
+  CHECK(up.reserved() == 900);
+  // A refused piece drops its upload and its reservation; the next
+  // announcement may reserve again.
+  CHECK_THAT(up.append({1, 1}, 900, 5, "x"), Catch::Contains("where 1 bytes"));
+  CHECK(up.reserved() == 0);
+  CHECK(up.append({1, 3}, 100, 0, "x").empty());
+  CHECK(up.reserved() == 100);
+  up.clear();
+  CHECK(up.reserved() == 0);
 }
 
 TEST_CASE("state_uploads: out-of-order, oversized and overlong pieces drop the upload") {

@@ -16,9 +16,11 @@
 /// size up front, which must fit what is left of `max_bytes` (the node's
 /// memory budget); pieces must come in order and fit that size; at most
 /// `max_uploads` are open at once (a new one beyond that drops the oldest,
-/// which a deployment given up midway leaves behind). The announced size
-/// is reserved as address space when the upload opens (no copy as it
-/// grows); memory is touched, and `bytes()` counted, as pieces arrive.
+/// which a deployment given up midway leaves behind). Bytes are counted as
+/// pieces arrive, never on the word of the announced size. An upload's
+/// announced size is reserved up front (address space: its pages are
+/// touched as pieces fill them) while the open uploads' reservations stay
+/// within `max_bytes`; one beyond that grows as its pieces arrive.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,6 +70,8 @@ public:
 
   /// Bytes held by open uploads.
   uint64_t bytes() const { return held_; }
+  /// Bytes reserved up front for open uploads (at most `max_bytes`).
+  uint64_t reserved() const { return reserved_; }
   size_t count() const { return uploads_.size(); }
 
 private:
@@ -75,12 +79,14 @@ private:
     int64_t total = 0;
     std::string bytes;
     uint64_t opened = 0; ///< order of opening: the oldest goes first
+    uint64_t reserved = 0; ///< reserved up front for it
   };
   void drop(std::map<key, upload>::iterator it);
 
   uint64_t max_bytes_;
   size_t max_uploads_;
   uint64_t held_ = 0;
+  uint64_t reserved_ = 0;
   uint64_t opened_ = 0;
   std::map<key, upload> uploads_;
 };
