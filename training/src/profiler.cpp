@@ -145,7 +145,11 @@ planner::model_profile profile_model(models::sequential_model& model,
         const int64_t grads = training ? tensor_bytes(params) : 0;
         lp.working_bytes_per_sample =
           std::max<int64_t>(0, peak_extra - held_after_forward - grads) / b;
-        lp.stashed_bytes_per_sample = training ? held_after_forward / b : 0;
+        // An inference forward leaves its output alone (what it holds beyond
+        // that is what autograd kept, which it should not).
+        lp.stashed_bytes_per_sample =
+          training ? held_after_forward / b
+                   : std::max<int64_t>(0, held_after_forward / b - lp.output_bytes_per_sample);
       }
     }
     profile.layers.push_back(std::move(lp));
