@@ -12,7 +12,7 @@
 namespace asteroid::apps {
 
 void print_serve_result(const actors::serve_result& r) {
-  std::printf("pipeline (%s): %d stages, predicted %.1f samples/s; links: %s\n",
+  std::printf("pipeline (%s): %d stages, predicted %.3f samples/s; links: %s\n",
               r.plan.planner.c_str(), r.plan.num_stages(), r.plan.samples_per_s,
               actors::describe_links(r.stats.value("links", nlohmann::json())).c_str());
   for (const auto& s : r.stats.value("stages", nlohmann::json::array()))
@@ -24,7 +24,7 @@ void print_serve_result(const actors::serve_result& r) {
                 static_cast<long long>(s.value("requests", int64_t{0})),
                 s.value("busy_s", 0.0), s.value("queue_mean", 0.0),
                 static_cast<long long>(s.value("queue_max", int64_t{0})));
-  std::printf("%lld requests, %lld samples in %.2f s: %.1f samples/s (%.1f from the first "
+  std::printf("%lld requests, %lld samples in %.2f s: %.3f samples/s (%.3f from the first "
               "answer on), latency p50 %.1f ms, p99 %.1f ms\n",
               static_cast<long long>(r.requests), static_cast<long long>(r.samples),
               r.seconds, r.samples_per_s, r.steady_samples_per_s, r.latency_p50_ms,

@@ -107,7 +107,8 @@ struct serve_result {
   double samples_per_s = 0;
   /// Samples answered after the first answer over the time from it to the
   /// last: the full pipeline's rate, which the plan's samples/s predicts
-  /// (0 with fewer than two answers).
+  /// (0 with fewer than two answers). A recovery's re-plan, and the
+  /// pipeline after it, fall within it as they come.
   double steady_samples_per_s = 0;
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
