@@ -287,7 +287,8 @@ int main(int argc, char** argv) {
         if (done > 0)
           slowest_busy = std::max(slowest_busy, st.value("busy_s", 0.0) / done);
       }
-      const double busy_ratio = r.plan.bottleneck_s > 0 ? slowest_busy / r.plan.bottleneck_s : 0.0;
+      const double busy_ratio =
+        r.plan.bottleneck_s > 0 ? slowest_busy / r.plan.bottleneck_s : 0.0;
       const double ratio = r.plan.samples_per_s > 0
                              ? r.steady_samples_per_s / r.plan.samples_per_s
                              : 0.0;
@@ -298,7 +299,8 @@ int main(int argc, char** argv) {
         std::snprintf(edgepipe, sizeof edgepipe, "%.2f", edgepipe_vit_large_16);
       std::printf("%-6d %-9lld %-30s %-34s %10.3f %10.3f %10.3f %9.3f %9.3f %9.2f %9.2f %9s\n",
                   n, static_cast<long long>(spec.requests), links.c_str(), stages.c_str(),
-                  r.plan.samples_per_s, r.steady_samples_per_s, r.samples_per_s, ratio, busy_ratio,
+                  r.plan.samples_per_s, r.steady_samples_per_s, r.samples_per_s, ratio,
+                  busy_ratio,
                   one_measured > 0 ? r.steady_samples_per_s / one_measured : 0.0,
                   one_predicted > 0 ? r.plan.samples_per_s / one_predicted : 0.0,
                   edgepipe);

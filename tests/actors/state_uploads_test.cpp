@@ -56,8 +56,8 @@ TEST_CASE("state_uploads: announcements alone reserve no more than the budget") 
   actors::state_uploads up{1000, 3};
   CHECK(up.append({1, 1}, 900, 0, "x").empty());
   CHECK(up.reserved() == 900);
-  // Fits the budget of arrived bytes, not what is reserved: it grows as its
-  // pieces arrive instead.
+  // Admitted (arrived bytes are what the budget bounds) but not reserved:
+  // it grows as its pieces arrive.
   CHECK(up.append({1, 2}, 900, 0, "x").empty());
   CHECK(up.reserved() == 900);
   // A refused piece drops its upload and its reservation; the next

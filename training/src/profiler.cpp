@@ -140,13 +140,12 @@ planner::model_profile profile_model(models::sequential_model& model,
       if (b == options.batch_sizes.back()) {
         // The stash is counted per in-flight micro-batch and the gradients
         // with the weights; working memory is what comes on top of both.
-        // Only a backward allocates the parameters' gradients; an inference
-        // forward leaves its output alone, which is no stash.
+        // Only a backward allocates the parameters' gradients. An inference
+        // forward should leave its output alone: anything beyond it is what
+        // autograd kept.
         const int64_t grads = training ? tensor_bytes(params) : 0;
         lp.working_bytes_per_sample =
           std::max<int64_t>(0, peak_extra - held_after_forward - grads) / b;
-        // An inference forward leaves its output alone (what it holds beyond
-        // that is what autograd kept, which it should not).
         lp.stashed_bytes_per_sample =
           training ? held_after_forward / b
                    : std::max<int64_t>(0, held_after_forward / b - lp.output_bytes_per_sample);

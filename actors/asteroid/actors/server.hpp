@@ -105,8 +105,8 @@ struct server_options {
 /// rows of the model's input and are answered with the model's output for
 /// them (error, encoded output); stats (JSON) say what the server and every
 /// stage did: requests, samples/s (from the first request sent, and
-/// `steady_samples_per_s` from the first answer on), latency p50 and p99, each stage's busy
-/// time and queue depth, trace events.
+/// `steady_samples_per_s` from the first answer on), latency p50 and p99,
+/// each stage's busy time and queue depth, trace events.
 using server_actor = caf::typed_actor<
   caf::replies_to<start_atom>::with<std::string, std::string>,
   caf::replies_to<infer_atom, std::string>::with<std::string, std::string>,
@@ -123,11 +123,12 @@ using server_actor = caf::typed_actor<
 /// The model's profile as the server plans with it: every layer's forward
 /// time at `micro_batch` samples on one LibTorch thread (as nodes compute
 /// by default), after warm-up passes, timed as a stage computes (forward
-/// only, eval mode, no autograd: profiler_options::forward_only). Take it before node processes start
-/// on the same host and before the program's actor system starts, where it
-/// can: on a 2-core host, profiles taken with either running came out 1.4
-/// to 2.8 times slower than the nodes then computed, and the planner picked
-/// worse pipelines from them (serve_bench, docs/inference.md).
+/// only, eval mode, no autograd: profiler_options::forward_only). Take it
+/// before node processes start on the same host and before the program's
+/// actor system starts, where it can: on a 2-core host, profiles taken
+/// with either running came out 1.4 to 2.8 times slower than the nodes then
+/// computed, and the planner picked worse pipelines from them (serve_bench,
+/// docs/inference.md).
 planner::model_profile profile_for_serving(const std::string& model,
                                            const nlohmann::json& model_options,
                                            int64_t micro_batch);

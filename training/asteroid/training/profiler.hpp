@@ -31,8 +31,9 @@ struct profiler_options {
   torch::Device compute_device = torch::kCPU;
   /// Inference: time forward passes only, in eval mode without autograd,
   /// as an inference stage computes (backward times are recorded as 0, the
-  /// stash as 0, and the working memory is the forward's alone). Training
-  /// forwards differ: they keep what the backward needs and run dropout.
+  /// stash is what a forward held beyond its output, so 0, and the working
+  /// memory is the forward's alone). Training forwards differ: they keep
+  /// what the backward needs and run dropout.
   bool forward_only = false;
 };
 
