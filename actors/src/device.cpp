@@ -467,6 +467,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
             j.at("warmup").get_to(po.warmup);
             j.at("repeats").get_to(po.repeats);
             po.optimizer = training::parse_optimizer(j.at("optimizer").get<std::string>());
+            // Absent from an older peer's request: a training profile.
+            po.forward_only = j.value("forward_only", false);
             po.slowdown = opts.slowdown;
             po.device = opts.name;
             po.compute_device = torch::Device(opts.compute_device);

@@ -40,7 +40,8 @@ planner::model_profile profile_on_node(caf::actor_system& sys,
                {"batch_sizes", opts.batch_sizes},
                {"warmup", opts.warmup},
                {"repeats", opts.repeats},
-               {"optimizer", training::to_string(opts.optimizer)}};
+               {"optimizer", training::to_string(opts.optimizer)},
+               {"forward_only", opts.forward_only}};
   caf::scoped_actor self{sys};
   std::string err, text;
   self->request(device, timeout, profile_atom::value, request.dump())

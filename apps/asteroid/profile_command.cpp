@@ -69,6 +69,9 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads,
                   "LibTorch intra-op threads (0: default)")
     ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--inference", a->profiler.forward_only,
+                "Time forward passes as an inference stage computes them (eval mode, no "
+                "autograd, no backward): a profile for `asteroid serve`'s planner");
   cmd->add_option("--out,-o", a->out, "Write the profile JSON here (default: "
                                       "stdout)");
   cmd->add_option("--node", a->node,

@@ -27,6 +27,16 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
                             && Catch::Contains("emulated slowdown x3"));
   for (auto& l : prof.layers)
     CHECK(l.forward_s.back() > 0);
+  // An inference profile, asked of the node: forward passes alone.
+  po.forward_only = true;
+  auto served = actors::profile_on_node(sys, devices[1], "mlp", json::object(), po,
+                                        std::chrono::seconds(60));
+  REQUIRE(served.num_layers() == 3);
+  for (auto& l : served.layers) {
+    CHECK(l.forward_s.back() > 0);
+    CHECK(l.backward_s.back() == 0);
+  }
+  po.forward_only = false;
   // A model the node cannot build is an error naming the node, not a crash.
   CHECK_THROWS_WITH(actors::profile_on_node(sys, devices[1], "no-such-model",
                                             json::object(), po,
