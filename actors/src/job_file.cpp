@@ -1,4 +1,5 @@
 #include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node_capabilities.hpp"
 
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/json_reader.hpp"
@@ -176,7 +177,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "profile_node", s.profile_node);
   read_optional(j, f, "measure_links", s.measure_links);
   read_optional(j, f, "speeds", s.speeds);
-  if (s.speeds != "auto" && s.speeds != "reported" && s.speeds != "measured")
+  if (!known_speeds(s.speeds))
     f["speeds"].fail("'" + s.speeds + "' (expected auto, reported or measured)");
   read_optional(j, f, "data_plane", s.data_plane);
   read_optional(j, f, "schedule", s.schedule);

@@ -18,8 +18,12 @@ bool computes_on_gpu(const nlohmann::json& caps) {
   return caps.value("compute_device", std::string("cpu")).rfind("cuda", 0) == 0;
 }
 
+bool known_speeds(const std::string& speeds) {
+  return speeds == "auto" || speeds == "reported" || speeds == "measured";
+}
+
 bool speeds_to_measure(const std::string& speeds, const std::vector<nlohmann::json>& caps) {
-  if (speeds != "auto" && speeds != "reported" && speeds != "measured")
+  if (!known_speeds(speeds))
     throw std::invalid_argument("job speeds '" + speeds
                                 + "': expected auto, reported or measured");
   if (speeds == "reported" || caps.empty())

@@ -114,13 +114,7 @@ void supervisor::measure_speeds() {
   // the job's, on every node (each with its own device and emulated
   // slowdown), against the same in the profile the planner uses.
   const int64_t rows = std::max<int64_t>(1, job_.batch_size / std::max(1, job_.micro_batches));
-  auto seconds_at = [&](const planner::model_profile& p) {
-    double t = 0;
-    for (const auto& l : p.layers)
-      t += l.forward_time(static_cast<double>(rows)) + l.backward_time(static_cast<double>(rows));
-    return t;
-  };
-  const double reference = seconds_at(*profile_);
+  const double reference = profile_->step_time(static_cast<double>(rows));
   training::profiler_options popts;
   popts.batch_sizes = {rows};
   // The profiler keeps the median of its repeats; a few more than the
@@ -132,7 +126,7 @@ void supervisor::measure_speeds() {
   for (size_t d = 0; d < devices_.size(); ++d) {
     auto p = profile_on_node(sys_, devices_[d], job_.model, job_.model_options, popts,
                              milliseconds(job_.step_timeout_ms));
-    const double t = seconds_at(p);
+    const double t = p.step_time(static_cast<double>(rows));
     if (!(t > 0) || !(reference > 0))
       throw std::runtime_error("timing '" + job_.model + "' on node " + who(static_cast<int>(d))
                                + " gave no time");

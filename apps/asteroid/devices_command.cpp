@@ -41,10 +41,8 @@ double host_seconds_per_sample(const devices_args& a) {
   // As many threads as the nodes it emulates use (asteroid node --threads).
   torch::set_num_threads(a.threads);
   auto profile = source.resolve();
-  double step_s = 0;
   const auto b = static_cast<double>(a.batch);
-  for (const auto& l : profile.layers)
-    step_s += l.forward_time(b) + l.backward_time(b);
+  const double step_s = profile.step_time(b);
   if (!(step_s > 0))
     throw std::invalid_argument("the profile of " + a.model
                                 + " has no positive time at batch "

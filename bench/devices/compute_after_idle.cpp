@@ -5,6 +5,8 @@
 // passes back to back. This times the same pass both ways, alternating, on
 // one LibTorch thread as the nodes compute, in wall and thread CPU time
 // (docs/benchmarks.md, serve_bench).
+#include "../median.hpp"
+
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
@@ -17,17 +19,13 @@
 
 namespace {
 
+using asteroid::bench::median;
+
 /// CPU time of the calling thread, what an emulated device's padding scales.
 double thread_cpu_s() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  const auto n = xs.size();
-  return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
 }
 
 } // namespace

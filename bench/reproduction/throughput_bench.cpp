@@ -6,6 +6,7 @@
 // next to the planner's prediction. Prints a table, writes a CSV and, when
 // gnuplot is there, a PNG.
 #include "emulated_env.hpp"
+#include "../median.hpp"
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -39,12 +40,7 @@ namespace {
 
 using bench::split_list;
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using bench::median;
 
 struct row {
   std::string env, model, planner;

@@ -14,6 +14,8 @@
 // the catalog's relative speeds (the catalog's figures are training epoch
 // times; docs/planner.md, "Device catalog"). `--preset vit-large` is
 // issue #23's benchmark: ViT-L/16 on 1, 2, 4, 8 and 16 emulated Jetsons.
+#include "../command_lists.hpp"
+#include "../median.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/server.hpp"
@@ -32,18 +34,9 @@ using namespace asteroid;
 
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in{text};
-  std::string item;
-  while (std::getline(in, item, ','))
-    out.push_back(item);
-  return out;
-}
-
 std::vector<double> parse_numbers(const std::string& text) {
   std::vector<double> out;
-  for (const auto& item : split(text))
+  for (const auto& item : bench::split_list(text))
     out.push_back(std::stod(item));
   return out;
 }
@@ -59,12 +52,6 @@ std::vector<double> slowdowns_of_types(const std::vector<std::string>& types,
   for (const auto& t : types)
     out.push_back(fastest_slowdown * fastest / planner::device_type(t).speed);
   return out;
-}
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  const auto n = xs.size();
-  return n == 0 ? 0.0 : n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
 }
 
 /// EdgePipe's reported speedup with 16 devices (ViT-Large), measured on its
@@ -175,7 +162,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> type_of_node;
   try {
     if (!types.empty()) {
-      type_of_node = split(types);
+      type_of_node = bench::split_list(types);
       slow = slowdowns_of_types(type_of_node, fastest_slowdown);
     } else {
       slow = parse_numbers(slowdowns);
@@ -185,7 +172,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   bool with_measured = false, with_assumed = false;
-  for (const auto& m : split(links_modes)) {
+  for (const auto& m : bench::split_list(links_modes)) {
     if (m == "measured")
       with_measured = true;
     else if (m == "assumed")
@@ -309,7 +296,7 @@ int main(int argc, char** argv) {
   if (!errors.empty())
     std::printf("|measured/predicted - 1| over the runs with measured links: median %.3f, "
                 "worst %.3f (%zu runs)\n",
-                median(errors), *std::max_element(errors.begin(), errors.end()),
+                bench::median(errors), *std::max_element(errors.begin(), errors.end()),
                 errors.size());
   if (model.rfind("vit_large", 0) == 0)
     std::printf("EdgePipe reports a %.2fx speedup for ViT-Large with 16 devices, on its own "

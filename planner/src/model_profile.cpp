@@ -34,4 +34,11 @@ double layer_profile::backward_time(double batch) const {
   return batch <= 0.0 ? 0.0 : interpolate(batch_sizes, backward_s, batch);
 }
 
+double model_profile::step_time(double batch) const {
+  double t = 0;
+  for (const auto& l : layers)
+    t += l.forward_time(batch) + l.backward_time(batch);
+  return t;
+}
+
 } // namespace asteroid::planner

@@ -29,4 +29,8 @@ bool computes_on_gpu(const nlohmann::json& caps);
 /// for another `speeds`.
 bool speeds_to_measure(const std::string& speeds, const std::vector<nlohmann::json>& caps);
 
+/// Whether `speeds` is one of a job's `speeds` values: auto, reported or
+/// measured.
+bool known_speeds(const std::string& speeds);
+
 } // namespace asteroid::actors

@@ -60,6 +60,9 @@ struct model_profile {
   bool state_snapshots = false;
 
   int num_layers() const { return static_cast<int>(layers.size()); }
+  /// One training step of the whole model at `batch` samples on the
+  /// profiled device: every layer's forward and backward time.
+  double step_time(double batch) const;
 };
 
 } // namespace asteroid::planner
