@@ -311,7 +311,7 @@ private:
       return;
     if (!replies_.empty()) {
       writing_ = true;
-      asio::async_write(*link_, replies_.front().buffers(),
+      asio::async_write(*link_, replies_.front().buffers(), transfer_whole{},
                         [self = shared_from_this()](const asio::error_code& ec, size_t) {
                           self->writing_ = false;
                           if (ec)
@@ -768,7 +768,7 @@ private:
     gave_up_ = false;
     auto link = link_;
     if (pace_.rate_Bps <= 0) {
-      asio::async_write(*link, f->buffers(),
+      asio::async_write(*link, f->buffers(), transfer_whole{},
                         [self = shared_from_this(), link, f](const asio::error_code& ec,
                                                              size_t) {
                           self->written(link, f, ec);
@@ -792,6 +792,7 @@ private:
       if (ec)
         return self->written(link, f, ec);
       asio::async_write(*link, asio::buffer(self->paced_.data() + self->paced_offset_, n),
+                        transfer_whole{},
                         [self, link, f, n](const asio::error_code& ec, size_t) {
                           if (ec)
                             return self->written(link, f, ec);

@@ -107,7 +107,7 @@ private:
     // One piece per read: the owner hears of progress at least every
     // `piece` bytes (its watchdog).
     auto n = payload_.size() - have_;
-    asio::async_read(*link_, asio::buffer(payload_.data() + have_, n),
+    asio::async_read(*link_, asio::buffer(payload_.data() + have_, n), transfer_whole{},
                      [self = shared_from_this(), n](const asio::error_code& ec, size_t) {
                        if (!self->keep_reading(ec))
                          return;

@@ -9,12 +9,25 @@
 #include <asio.hpp>
 #include <asio/ssl/context.hpp>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 namespace asteroid::actors::detail {
+
+/// The completion condition for asio::async_read and asio::async_write on a
+/// link: the whole buffer sequence, each read_some or write_some taking as
+/// much as the socket allows. asio::transfer_all() (their default) caps each
+/// call at 64 KiB, and every call then goes back through the event loop:
+/// 9,224 sendmsg and 17,470 epoll_wait calls per 512 MiB sent on loopback,
+/// which held the data plane to about half of iperf3's rate.
+struct transfer_whole {
+  size_t operator()(const asio::error_code& ec, size_t) const {
+    return ec ? 0 : std::numeric_limits<size_t>::max();
+  }
+};
 
 class link_stream {
 public:
