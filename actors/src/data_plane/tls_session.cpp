@@ -19,7 +19,12 @@ namespace {
 
 /// Ciphertext OpenSSL reads from the socket at once (read-ahead): many
 /// 16 KiB records per system call while a tensor streams in.
-constexpr size_t read_ahead_bytes = size_t{64} << 10;
+constexpr size_t read_ahead_bytes = size_t{256} << 10;
+
+/// Ciphertext gathered before it is sent: many 16 KiB records per send(2).
+/// A send per record held TLS to about 1.5 GB/s on loopback before any
+/// encryption (iperf3 with 16 KiB writes: 1.56 GB/s; with 1 MiB: 3.7).
+constexpr int write_gather_bytes = 256 << 10;
 
 int fd_of(BIO* b) {
   return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
@@ -84,15 +89,30 @@ tls_session::tls_session(SSL_CTX* ctx) : ssl_(ctx ? SSL_new(ctx) : nullptr) {
 tls_session::~tls_session() { SSL_free(ssl_); }
 
 void tls_session::attach(int fd, bool server) {
-  auto* method = socket_method();
-  BIO* bio = method ? BIO_new(method) : nullptr;
-  if (!bio) {
+  auto socket_bio = [fd]() -> BIO* {
+    auto* method = socket_method();
+    BIO* bio = method ? BIO_new(method) : nullptr;
+    if (bio) {
+      BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+      BIO_set_init(bio, 1);
+    }
+    return bio;
+  };
+  // Reads straight from the socket; writes through a buffer in front of a
+  // second socket BIO (each BIO has one owner: the session frees both
+  // chains, and the socket stays Asio's).
+  BIO* rbio = socket_bio();
+  BIO* gather = BIO_new(BIO_f_buffer());
+  BIO* wbio_socket = socket_bio();
+  if (!rbio || !gather || !wbio_socket
+      || BIO_set_write_buffer_size(gather, write_gather_bytes) != 1) {
+    BIO_free(rbio);
+    BIO_free(gather);
+    BIO_free(wbio_socket);
     ERR_clear_error();
     throw std::runtime_error("data plane: OpenSSL cannot wrap a socket");
   }
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
-  BIO_set_init(bio, 1);
-  SSL_set_bio(ssl_, bio, bio); // the session owns it; the socket stays Asio's
+  SSL_set_bio(ssl_, rbio, BIO_push(gather, wbio_socket));
   if (server)
     SSL_set_accept_state(ssl_);
   else
@@ -127,6 +147,10 @@ tls_session::result tls_session::read(asio::mutable_buffer into) {
 }
 
 tls_session::result tls_session::write(const std::vector<asio::const_buffer>& from) {
+  // A call after one that waited for the socket to take gathered records:
+  // `from` is the same bytes again, already encrypted; send what is left.
+  if (unsent_ > 0)
+    return flush(unsent_);
   size_t total = 0;
   for (const auto& b : from) {
     auto* at = static_cast<const char*>(b.data());
@@ -143,12 +167,37 @@ tls_session::result tls_session::write(const std::vector<asio::const_buffer>& fr
       if (total == 0)
         return failure(ret);
       // The caller's next write starts where this one stopped, which is
-      // what OpenSSL needs to finish a record the socket took in part.
+      // what OpenSSL needs to finish a record the socket took in part
+      // (the records before it wait in the gather buffer and go out with
+      // the next ones).
       ERR_clear_error();
       return {result::next::done, total, {}};
     }
   }
-  return {result::next::done, total, {}};
+  return flush(total);
+}
+
+tls_session::result tls_session::flush(size_t encrypted) {
+  BIO* wbio = SSL_get_wbio(ssl_);
+  errno = 0;
+  ERR_clear_error();
+  if (BIO_flush(wbio) == 1) {
+    unsent_ = 0;
+    return {result::next::done, encrypted, {}};
+  }
+  if (BIO_should_retry(wbio)) {
+    // Reported once the socket took it all: a caller that stopped writing
+    // now would leave the peer short of the records still gathered here.
+    unsent_ = encrypted;
+    return {result::next::wait_writable, 0, {}};
+  }
+  const int saved_errno = errno;
+  ERR_clear_error();
+  unsent_ = 0;
+  return {result::next::done, 0,
+          saved_errno != 0
+            ? asio::error_code(saved_errno, asio::error::get_system_category())
+            : asio::error_code(asio::error::connection_aborted)};
 }
 
 tls_session::result tls_session::failure(int ret) {

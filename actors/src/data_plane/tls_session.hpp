@@ -49,15 +49,24 @@ public:
   /// the connection gives asio::error::eof.
   result read(asio::mutable_buffer into);
   /// Encrypts `from`, in order, until all is written or the socket is full;
-  /// done with bytes > 0 as soon as anything was written.
+  /// done with bytes > 0 as soon as anything was written. Records are
+  /// gathered and sent together; a call that encrypted all of `from` ends
+  /// when the socket has taken every gathered record (or waits for it,
+  /// and the next call with the same `from` finishes the sending).
   result write(const std::vector<asio::const_buffer>& from);
 
 private:
+  /// Sends the gathered records; done with `encrypted` bytes once all went.
+  result flush(size_t encrypted);
+
   /// The error OpenSSL reports for a call that returned `ret`, as a wait or
   /// an error code; the thread's OpenSSL error queue is emptied.
   result failure(int ret);
 
   SSL* ssl_ = nullptr;
+  /// Bytes of the caller's last write that were encrypted but whose records
+  /// the socket has not taken yet (0: none).
+  size_t unsent_ = 0;
 };
 
 } // namespace asteroid::actors::detail
