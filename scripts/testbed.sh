@@ -38,6 +38,10 @@
 #   --ready-timeout S   seconds to wait for each node's "listening on" (default 60)
 #   --no-netns          do not use namespaces: loopback nodes, no link shaping
 #   --no-shape          namespaces, but no tc shaping (full veth speed)
+#   --no-tls            no credentials: the nodes run without TLS (`--insecure` on the
+#                       namespaces' addresses, which only this machine reaches), the job or
+#                       command connects without credentials (ASTEROID_CREDENTIALS empty); for
+#                       measuring what TLS costs
 #   --cleanup [ID]      remove what testbeds left behind after a SIGKILL (namespaces, veths,
 #                       bridges, processes in those namespaces, temp folders): every testbed whose
 #                       script is gone, or the one with this ID; then exit
@@ -78,7 +82,8 @@
 # empty in loopback mode), ASTEROID_TESTBED_IPS, ASTEROID_TESTBED_NODE_PIDS,
 # ASTEROID_TESTBED_LOG_DIR, ASTEROID_TESTBED_DILATION, ASTEROID_CREDENTIALS (the member folder
 # to connect to the nodes with: `asteroid job/probe --credentials "$ASTEROID_CREDENTIALS"`; the
-# nodes accept only TLS with the testbed's throw-away credentials). The command runs in its own
+# nodes accept only TLS with the testbed's throw-away credentials; empty with --no-tls). The
+# command runs in its own
 # session (setsid).
 #
 # Exit status: the job's or the command's; 128+N after signal N; 1 on a setup error or when a
@@ -115,6 +120,7 @@ keep_logs=""
 ready_timeout=60
 use_netns=1
 shape=1
+tls=1
 cleanup_mode=""
 cleanup_id=""
 command=()
@@ -139,6 +145,7 @@ while [[ $# -gt 0 ]]; do
     --ready-timeout) need_value "$@"; ready_timeout=$2; shift 2 ;;
     --no-netns) use_netns=0; shift ;;
     --no-shape) shape=0; shift ;;
+    --no-tls) tls=0; shift ;;
     --cleanup)
       cleanup_mode=1; shift
       if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then cleanup_id=$1; shift; fi ;;
@@ -480,10 +487,16 @@ log_dir=${keep_logs:-$work/logs}
 mkdir -p "$log_dir" || die "cannot create the log folder $log_dir"
 # Throw-away credentials (docs/security.md): node i is member node<i>, the job or command is
 # member "job"; the nodes accept only TLS with them. They go with $work.
-members=job
-for (( i = 0; i < n; ++i )); do members+=",node$i"; done
-keys_out=$("$exe" keys --out "$work/keys" --members "$members" --days 2 2>&1) \
-  || die "cannot make the testbed's credentials: $keys_out"
+if (( tls )); then
+  members=job
+  for (( i = 0; i < n; ++i )); do members+=",node$i"; done
+  keys_out=$("$exe" keys --out "$work/keys" --members "$members" --days 2 2>&1) \
+    || die "cannot make the testbed's credentials: $keys_out"
+  job_credentials=(--credentials "$work/keys/job")
+else
+  log "WARNING: --no-tls: the nodes run without credentials (no TLS, no authentication)"
+  job_credentials=()
+fi
 
 # -- network --------------------------------------------------------------------------------------
 # A /24 in 198.18.0.0/15 that no interface here uses.
@@ -662,8 +675,12 @@ for (( i = 0; i < n; ++i )); do
   printf '%-14s %-22s %-9s %-11s %-10s %-11s %s\n' "${names[i]}" "${endpoints[i]}" \
     "${slowdowns[i]}" "${memories[i]}" "$up" "$down" "$lat" >&2
   node_cmd=("$exe" node --listen "${endpoints[i]}" --name "${names[i]}" \
-            --memory "${memories[i]}" --slowdown "${slowdowns[i]}" --threads "$threads" \
-            --credentials "$work/keys/node$i")
+            --memory "${memories[i]}" --slowdown "${slowdowns[i]}" --threads "$threads")
+  if (( tls )); then
+    node_cmd+=(--credentials "$work/keys/node$i")
+  elif [[ $mode == netns ]]; then
+    node_cmd+=(--insecure) # the namespaces' addresses: reachable from this machine only
+  fi
   if [[ $mode != netns ]] && (( shape )); then
     # No tc here: the node paces its own tensor traffic to its uplink.
     node_cmd+=(--link-rate "$(awk -v b="${up_bits[i]}" 'BEGIN{printf "%g", b / 1e6}')")
@@ -713,11 +730,13 @@ if [[ -n $job ]]; then
     || die "cannot read job file $job"
   run_what="job"
   log "running job $job on the testbed"
-  "$exe" job --config "$work/job.json" --credentials "$work/keys/job" &
+  "$exe" job --config "$work/job.json" "${job_credentials[@]}" &
   run_pid=$!
 elif (( ${#command[@]} )); then
   export ASTEROID_NODES=$nodes_csv ASTEROID_TESTBED_ID=$id ASTEROID_TESTBED_MODE=$mode
-  export ASTEROID_CREDENTIALS=$work/keys/job
+  ASTEROID_CREDENTIALS=""
+  (( ! tls )) || ASTEROID_CREDENTIALS=$work/keys/job
+  export ASTEROID_CREDENTIALS
   export ASTEROID_TESTBED_NAMESPACES=$(IFS=,; echo "${namespaces[*]}")
   export ASTEROID_TESTBED_IPS=$(IFS=,; echo "${ips[*]}")
   export ASTEROID_TESTBED_NODE_PIDS=$(IFS=,; echo "${node_pids[*]}")

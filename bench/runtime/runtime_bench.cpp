@@ -5,7 +5,9 @@
 // 2. streaming tensor-sized messages between two node processes on the data
 //    plane (where replicas send tensors) and in CAF messages, against
 //    iperf3 on the same loopback (a stream over one persistent connection,
-//    the ceiling a data plane can approach).
+//    the ceiling a data plane can approach);
+// 3. the same streams between two testbed devices in network namespaces,
+//    over their veths and bridge, against iperf3 between the same two.
 #include "../measuring_job.hpp"
 
 #include "asteroid/actors/job.hpp"
@@ -26,9 +28,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -189,6 +195,58 @@ double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds, int64_t total
   return Bps;
 }
 
+/// Streams over a testbed veth: best data plane and iperf3 Mbit/s per size
+/// (1 and 16 MiB), or why they were not measured.
+struct veth_streams {
+  std::array<double, 2> data_plane{0, 0}, iperf3{0, 0};
+  std::string problem;
+};
+
+/// Runs scripts/testbed.sh with two unshaped devices (TLS unless `plain`)
+/// and bench/runtime/veth_streams.sh as its command, `rounds` rounds.
+veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
+  veth_streams v;
+  const std::string source = ASTEROID_SOURCE_DIR;
+  auto cluster = std::filesystem::temp_directory_path()
+                 / ("runtime_bench_veth_" + std::to_string(::getpid()) + ".json");
+  std::ofstream{cluster} << R"({"devices": [{"name": "a", "speed": 1, "memory": "1GiB"},)"
+                         << R"( {"name": "b", "speed": 1, "memory": "1GiB"}], "link_mbps": 1000})";
+  auto cmd = source + "/scripts/testbed.sh --cluster " + cluster.string()
+             + " --no-shape --base-port " + std::to_string(port) + (plain ? " --no-tls" : "")
+             + " --exe " + ASTEROID_CLI_PATH + " -- " + source
+             + "/bench/runtime/veth_streams.sh " + ASTEROID_CLI_PATH + " "
+             + std::to_string(port + 2) + " " + std::to_string(rounds) + " 2>&1";
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 4096> buf;
+    while (std::fgets(buf.data(), static_cast<int>(buf.size()), f))
+      out += buf.data();
+    auto status = ::pclose(f);
+    std::istringstream lines{out};
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream in{line};
+      std::string tag;
+      double mib = 0, dp = 0, anchor = 0;
+      if (!(in >> tag >> mib >> dp >> anchor) || tag != "veth")
+        continue;
+      auto i = mib < 8 ? 0 : 1;
+      v.data_plane[i] = std::max(v.data_plane[i], dp);
+      v.iperf3[i] = std::max(v.iperf3[i], anchor);
+    }
+    if (status != 0 || v.data_plane[0] <= 0 || v.iperf3[0] <= 0) {
+      // The testbed's last words say why (no root, no namespaces, ...).
+      auto tail = out.size() > 600 ? out.substr(out.size() - 600) : out;
+      std::replace(tail.begin(), tail.end(), '\n', ' ');
+      v.problem = "testbed exit status " + std::to_string(status) + ": " + tail;
+    }
+  } else {
+    v.problem = "cannot run " + cmd;
+  }
+  std::filesystem::remove(cluster);
+  return v;
+}
+
 /// Messages per stream: about 64 MiB in all, at least 4.
 int stream_count(int64_t bytes) {
   return static_cast<int>(std::max<int64_t>(4, (int64_t{64} << 20) / bytes));
@@ -209,7 +267,12 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps (median kept)");
   app.add_option("--repeats", repeats, "interleaved streams per transfer size and path");
   app.add_option("--rounds", rounds, "interleaved rounds of the step comparison");
-  app.add_option("--base-port", port, "first of 12 ports used (port .. port + 11)");
+  app.add_option("--base-port", port,
+                 "first of 12 loopback ports used (port .. port + 11); the veth testbeds use "
+                 "port + 12 .. port + 14 inside their namespaces");
+  bool no_veth = false;
+  app.add_flag("--no-veth", no_veth,
+               "skip the streams over a testbed veth (they need root and network namespaces)");
   bool transfers_only = false;
   app.add_flag("--transfers-only", transfers_only,
                "skip the step comparison: only the transfer streams and paced links");
@@ -440,5 +503,37 @@ int main(int argc, char** argv) {
                 best[1] * 8e-6, best[0] * 8e-6 / mbps,
                 best[0] > 0 ? best[1] / best[0] : 0.0);
   }
+  if (no_veth)
+    return 0;
+  // Over a veth: two testbed devices in network namespaces, links not
+  // shaped, the path a testbed job's tensors take (veth, bridge, veth).
+  const int veth_rounds = std::min(repeats, 3);
+  std::printf("\nStreams between two testbed devices in network namespaces, links not shaped "
+              "(scripts/testbed.sh --no-shape; plain: --no-tls): the data plane's 1 MiB x 64 "
+              "and 16 MiB x 4 streams from node 0 to node 1 against iperf3 (3 s, 1 MiB writes) "
+              "between the same two namespaces, fastest of %d rounds each; goal: data plane "
+              ">= 0.9 x iperf3\n\n| size | data plane Mbit/s | TLS data plane Mbit/s | iperf3 "
+              "Mbit/s | data plane / iperf3 | TLS / plain |\n|---|---|---|---|---|---|\n",
+              veth_rounds);
+  auto plain_veth = veth_streams_of(true, veth_rounds, static_cast<uint16_t>(port + 12));
+  auto tls_veth = plain_veth.problem.empty()
+                    ? veth_streams_of(false, veth_rounds, static_cast<uint16_t>(port + 12))
+                    : veth_streams{};
+  if (!plain_veth.problem.empty()) {
+    std::printf("| not measured | %s |\n", plain_veth.problem.c_str());
+    return 0;
+  }
+  for (int i = 0; i < 2; ++i) {
+    // iperf3 of the plain testbed, whose rounds interleave with the plain
+    // streams: as many samples on each side.
+    auto anchor = plain_veth.iperf3[i];
+    std::printf("| %d MiB | %.1f | %.1f | %.1f | %.3f | %.3f |\n", i == 0 ? 1 : 16,
+                plain_veth.data_plane[i], tls_veth.data_plane[i], anchor,
+                anchor > 0 ? plain_veth.data_plane[i] / anchor : 0.0,
+                plain_veth.data_plane[i] > 0
+                  ? tls_veth.data_plane[i] / plain_veth.data_plane[i] : 0.0);
+  }
+  if (!tls_veth.problem.empty())
+    std::printf("\nTLS over the veth not measured: %s\n", tls_veth.problem.c_str());
   return 0;
 }

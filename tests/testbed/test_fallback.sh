@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # (e) Without namespaces (--no-netns, as when not root): loopback nodes, a clear warning, the job
-# runs, nothing remains; the nodes pace their tensor traffic to the cluster's rates. Also: --help, and bad input gets a message naming the file and field.
+# runs, nothing remains; the nodes pace their tensor traffic to the cluster's rates. Also: --help,
+# --no-tls, and bad input gets a message naming the file and field.
 # Needs neither root nor namespaces.
 source "$(dirname "$0")/common.sh"
 
@@ -28,6 +29,13 @@ expect_status 0 "testbed"
 expect_output "WARNING: network namespaces not used \(--no-netns\)"
 expect_output "falling back to 3 loopback nodes on 127\.0\.0\.1; links are NOT shaped by tc"
 expect_output "each node paces the tensors it sends"
+expect_output "job done: 6 steps"
+assert_clean "$tb_pid"
+
+# --no-tls: no credentials are made, the nodes run without them and the job connects without any.
+tb_run --no-netns --no-tls --cluster "$here/cluster-3dev.json" --job "$here/job-mlp.json"
+expect_status 0 "testbed (--no-tls)"
+expect_output "WARNING: --no-tls: the nodes run without credentials"
 expect_output "job done: 6 steps"
 assert_clean "$tb_pid"
 

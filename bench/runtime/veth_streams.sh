@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs inside the testbed (scripts/testbed.sh ... -- THIS EXE PORT REPEATS), two devices in their
+# own network namespaces, links not shaped: streams of 1 MiB and 16 MiB tensors from node 0 to
+# node 1 on the data plane (`asteroid probe --stream`), and iperf3 between the same two
+# namespaces over the same veths and bridge, interleaved, REPEATS rounds. Prints one line per
+# stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_MBIT". runtime_bench reads them.
+set -euo pipefail
+exe=$1 port=$2 repeats=$3
+[[ ${ASTEROID_TESTBED_MODE:-} == netns ]] \
+  || { echo "veth_streams: the testbed runs without namespaces (${ASTEROID_TESTBED_MODE:-?})" >&2
+       exit 3; }
+IFS=, read -r -a ns <<<"$ASTEROID_TESTBED_NAMESPACES"
+IFS=, read -r -a ips <<<"$ASTEROID_TESTBED_IPS"
+IFS=, read -r -a nodes <<<"$ASTEROID_NODES"
+credentials=()
+[[ -z ${ASTEROID_CREDENTIALS:-} ]] || credentials=(--credentials "$ASTEROID_CREDENTIALS")
+
+for (( r = 0; r < repeats; ++r )); do
+  for mib in 1 16; do
+    # As runtime_bench's loopback streams: about 64 MiB per stream.
+    count=$(( mib == 1 ? 64 : 4 ))
+    probe=$("$exe" probe --nodes "${nodes[0]}" "${nodes[1]}" --stream "$count" \
+              --bytes $(( mib << 20 )) "${credentials[@]}" 2>/dev/null)
+    dp=$(jq '.bandwidth_mbps[0][1]' <<<"$probe")
+    # iperf3 writes at most 1 MiB at a time; 3 s over one persistent connection.
+    ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" | grep -q . && break
+      sleep 0.05
+    done
+    anchor=$(ip netns exec "${ns[0]}" timeout 20 iperf3 -c "${ips[1]}" -p "$port" -l 1M -t 3 -J \
+               | jq '.end.sum_received.bits_per_second / 1e6')
+    wait "$server" || true
+    echo "veth $mib $dp $anchor"
+  done
+done
