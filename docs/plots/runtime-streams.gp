@@ -1,7 +1,7 @@
 # gnuplot docs/plots/runtime-streams.gp  (from the repository root)
 set terminal pngcairo size 900,450 font "Sans,10"
 set output "docs/plots/runtime-streams.png"
-set title "runtime\\_bench streams on loopback, 2026-11-26 11:00 UTC (--transfers-only --repeats 5)"
+set title "runtime\\_bench streams on loopback, 2026-11-27 19:44 UTC (--transfers-only --repeats 5)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1

@@ -22,7 +22,7 @@ namespace asteroid::actors::detail {
 /// much as the socket allows. asio::transfer_all() (their default) caps each
 /// call at 64 KiB, and every call then goes back through the event loop:
 /// 9,224 sendmsg and 17,470 epoll_wait calls per 512 MiB sent on loopback,
-/// which held the data plane to about half of iperf3's rate.
+/// which held the data plane to 0.64-0.91 of iperf3's rate there.
 struct transfer_whole {
   size_t operator()(const asio::error_code& ec, size_t) const {
     return ec ? 0 : std::numeric_limits<size_t>::max();
