@@ -221,7 +221,10 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
     std::array<char, 4096> buf;
     while (std::fgets(buf.data(), static_cast<int>(buf.size()), f))
       out += buf.data();
-    auto status = ::pclose(f);
+    auto wait_status = ::pclose(f);
+    auto status = wait_status == -1         ? -1
+                  : WIFEXITED(wait_status) ? WEXITSTATUS(wait_status)
+                                           : 128 + WTERMSIG(wait_status);
     std::istringstream lines{out};
     std::string line;
     while (std::getline(lines, line)) {
@@ -275,7 +278,8 @@ int main(int argc, char** argv) {
                "skip the streams over a testbed veth (they need root and network namespaces)");
   bool transfers_only = false;
   app.add_flag("--transfers-only", transfers_only,
-               "skip the step comparison: only the transfer streams and paced links");
+               "skip the step comparison: only the transfer streams, paced links and veth "
+               "streams");
   CLI11_PARSE(app, argc, argv);
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "runtime_bench: the asteroid program is not built\n");
