@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 using namespace asteroid;
 using actors::detail::tls_session;
@@ -88,22 +89,23 @@ TEST_CASE("tls session: a write that reports its bytes has sent every gathered "
     }
     REQUIRE((writer_done && reader_done));
 
-    // Frames smaller than the gather buffer: each write encrypts all of
-    // its frame before it sends anything, so the last send of every write
-    // meets a socket with room for a few KiB.
+    // Frames smaller than the gather buffer (each write encrypts all of its
+    // frame before it sends anything, so the last send of every write meets
+    // a socket with room for a few KiB) and one larger (records split
+    // between the gather buffer and OpenSSL's pending write).
+    const std::vector<size_t> sizes{size_t{200} << 10, (size_t{1} << 20) + 3,
+                                    size_t{200} << 10};
     std::string stream;
-    for (int frame = 0; frame < 3; ++frame) {
-      std::string payload(size_t{200} << 10, '\0');
-      for (size_t i = 0; i < payload.size(); ++i)
-        payload[i] = static_cast<char>((i * 131 + static_cast<size_t>(frame)) % 251);
-      stream += payload;
-    }
+    for (size_t frame = 0; frame < sizes.size(); ++frame)
+      for (size_t i = 0; i < sizes[frame]; ++i)
+        stream.push_back(static_cast<char>((i * 131 + frame) % 251));
     // The reader takes what the socket holds only when the writer waits.
     std::string got;
     int waits = 0;
-    for (size_t frame = 0; frame < 3; ++frame) {
-      const char* at = stream.data() + frame * (size_t{200} << 10);
-      size_t size = size_t{200} << 10, sent = 0;
+    size_t offset = 0;
+    for (size_t size : sizes) {
+      const char* at = stream.data() + offset;
+      size_t sent = 0;
       while (sent < size && waits < 100000) {
         auto r = writer.write({asio::buffer(at + sent, size - sent)});
         REQUIRE(!r.ec);
@@ -116,6 +118,7 @@ TEST_CASE("tls session: a write that reports its bytes has sent every gathered "
         drain(reader, got);
       }
       REQUIRE(sent == size);
+      offset += size;
     }
     CHECK(waits > 0);
     // The writer is not called again: what it reported sent must arrive.

@@ -42,20 +42,26 @@ public:
   /// that accepted it (`server`) or that connected.
   void attach(int fd, bool server);
 
-  /// Advances the handshake; done without `ec` when it completed.
+  /// Advances the handshake; done without `ec` when it completed (and from
+  /// then on, written records are gathered: write()).
   result handshake();
   /// Decrypts into `into` until it is full or the socket holds no more;
   /// done with bytes > 0 as soon as anything arrived. A peer that closed
   /// the connection gives asio::error::eof.
   result read(asio::mutable_buffer into);
-  /// Encrypts `from`, in order, until all is written or the socket is full;
-  /// done with bytes > 0 as soon as anything was written. Records are
-  /// gathered and sent together; a call that encrypted all of `from` ends
-  /// when the socket has taken every gathered record (or waits for it,
-  /// and the next call with the same `from` finishes the sending).
+  /// Encrypts `from`, in order, until all is encrypted or the socket is
+  /// full; done with bytes > 0 as soon as anything was encrypted. Records
+  /// are gathered (up to 256 KiB) and sent together, so a call that stops
+  /// part-way may leave its last records gathered: the caller calls again
+  /// with the rest, as asio::async_write does, until all its bytes are
+  /// reported. A call that encrypted all of `from` ends only when the socket
+  /// has taken every gathered record, or waits for it, and then the next
+  /// call, with the same `from`, finishes the sending.
   result write(const std::vector<asio::const_buffer>& from);
 
 private:
+  /// Puts the gather buffer in front of the write side; once.
+  result start_gathering();
   /// Sends the gathered records; done with `encrypted` bytes once all went.
   result flush(size_t encrypted);
 
@@ -64,6 +70,8 @@ private:
   result failure(int ret);
 
   SSL* ssl_ = nullptr;
+  int fd_ = -1;
+  bool gathering_ = false;
   /// Bytes of the caller's last write that were encrypted but whose records
   /// the socket has not taken yet (0: none).
   size_t unsent_ = 0;
