@@ -39,9 +39,10 @@
 #   --no-netns          do not use namespaces: loopback nodes, no link shaping
 #   --no-shape          namespaces, but no tc shaping (full veth speed)
 #   --no-tls            no credentials: the nodes run without TLS (`--insecure` on the
-#                       namespaces' addresses, which only this machine reaches), the job or
-#                       command connects without credentials (ASTEROID_CREDENTIALS empty); for
-#                       measuring what TLS costs
+#                       namespaces' addresses, on a bridge of this machine: reachable from
+#                       elsewhere only if this machine routes 198.18.0.0/15), the job or command
+#                       connects without credentials (ASTEROID_CREDENTIALS empty); for measuring
+#                       what TLS costs
 #   --cleanup [ID]      remove what testbeds left behind after a SIGKILL (namespaces, veths,
 #                       bridges, processes in those namespaces, temp folders): every testbed whose
 #                       script is gone, or the one with this ID; then exit

@@ -211,11 +211,13 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
                  / ("runtime_bench_veth_" + std::to_string(::getpid()) + ".json");
   std::ofstream{cluster} << R"({"devices": [{"name": "a", "speed": 1, "memory": "1GiB"},)"
                          << R"( {"name": "b", "speed": 1, "memory": "1GiB"}], "link_mbps": 1000})";
-  auto cmd = source + "/scripts/testbed.sh --cluster " + cluster.string()
+  auto quoted = [](const std::string& path) { return "'" + path + "'"; };
+  const std::string exe = ASTEROID_CLI_PATH;
+  auto cmd = quoted(source + "/scripts/testbed.sh") + " --cluster " + quoted(cluster.string())
              + " --no-shape --base-port " + std::to_string(port) + (plain ? " --no-tls" : "")
-             + " --exe " + ASTEROID_CLI_PATH + " -- " + source
-             + "/bench/runtime/veth_streams.sh " + ASTEROID_CLI_PATH + " "
-             + std::to_string(port + 2) + " " + std::to_string(rounds) + " 2>&1";
+             + " --exe " + quoted(exe) + " -- " + quoted(source + "/bench/runtime/veth_streams.sh")
+             + " " + quoted(exe) + " " + std::to_string(port + 2) + " "
+             + std::to_string(rounds) + " 2>&1";
   std::string out;
   if (FILE* f = ::popen(cmd.c_str(), "r")) {
     std::array<char, 4096> buf;
@@ -237,7 +239,9 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
       v.data_plane[i] = std::max(v.data_plane[i], dp);
       v.iperf3[i] = std::max(v.iperf3[i], anchor);
     }
-    if (status != 0 || v.data_plane[0] <= 0 || v.iperf3[0] <= 0) {
+    bool every_row = v.data_plane[0] > 0 && v.iperf3[0] > 0 && v.data_plane[1] > 0
+                     && v.iperf3[1] > 0;
+    if (status != 0 || !every_row) {
       // The testbed's last words say why (no root, no namespaces, ...).
       auto tail = out.size() > 600 ? out.substr(out.size() - 600) : out;
       std::replace(tail.begin(), tail.end(), '\n', ' ');

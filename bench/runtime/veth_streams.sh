@@ -14,19 +14,27 @@ IFS=, read -r -a ips <<<"$ASTEROID_TESTBED_IPS"
 IFS=, read -r -a nodes <<<"$ASTEROID_NODES"
 credentials=()
 [[ -z ${ASTEROID_CREDENTIALS:-} ]] || credentials=(--credentials "$ASTEROID_CREDENTIALS")
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
 
 for (( r = 0; r < repeats; ++r )); do
   for mib in 1 16; do
     # As runtime_bench's loopback streams: about 64 MiB per stream.
     count=$(( mib == 1 ? 64 : 4 ))
-    probe=$("$exe" probe --nodes "${nodes[0]}" "${nodes[1]}" --stream "$count" \
-              --bytes $(( mib << 20 )) "${credentials[@]}" 2>/dev/null)
+    if ! probe=$("$exe" probe --nodes "${nodes[0]}" "${nodes[1]}" --stream "$count" \
+                   --bytes $(( mib << 20 )) "${credentials[@]}" 2>"$errors"); then
+      echo "veth_streams: the probe failed: $(tail -n 3 "$errors")" >&2
+      exit 1
+    fi
     dp=$(jq '.bandwidth_mbps[0][1]' <<<"$probe")
     # iperf3 writes at most 1 MiB at a time; 3 s over one persistent connection.
     ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
     server=$!
     for _ in $(seq 100); do
-      ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" | grep -q . && break
+      # Captured, not piped into grep -q: under pipefail a pipe closed early
+      # would read as "not listening".
+      listening=$(ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" || true)
+      [[ -z $listening ]] || break
       sleep 0.05
     done
     anchor=$(ip netns exec "${ns[0]}" timeout 20 iperf3 -c "${ips[1]}" -p "$port" -l 1M -t 3 -J \
