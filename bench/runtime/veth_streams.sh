@@ -3,7 +3,8 @@
 # own network namespaces, links not shaped: streams of 1 MiB and 16 MiB tensors from node 0 to
 # node 1 on the data plane (`asteroid probe --stream`), and iperf3 between the same two
 # namespaces over the same veths and bridge, interleaved, REPEATS rounds. Prints one line per
-# stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_MBIT". runtime_bench reads them.
+# stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT" (the burst: the
+# stream's bytes, -n, on a fresh connection). runtime_bench reads them.
 set -euo pipefail
 exe=$1 port=$2 repeats=$3
 [[ ${ASTEROID_TESTBED_MODE:-} == netns ]] \
@@ -17,6 +18,23 @@ credentials=()
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
 
+# Mbit/s that iperf3 moves from namespace 0 to namespace 1 with the given
+# length option (-t SECONDS or -n BYTES), against a one-off server.
+iperf3_mbit() {
+  ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
+  local server=$! listening
+  for _ in $(seq 100); do
+    # Captured, not piped into grep -q: under pipefail a pipe closed early
+    # would read as "not listening".
+    listening=$(ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" || true)
+    [[ -z $listening ]] || break
+    sleep 0.05
+  done
+  ip netns exec "${ns[0]}" timeout 20 iperf3 -c "${ips[1]}" -p "$port" -l 1M "$@" -J \
+    | jq '.end.sum_received.bits_per_second / 1e6'
+  wait "$server" || true
+}
+
 for (( r = 0; r < repeats; ++r )); do
   for mib in 1 16; do
     # As runtime_bench's loopback streams: about 64 MiB per stream.
@@ -27,19 +45,11 @@ for (( r = 0; r < repeats; ++r )); do
       exit 1
     fi
     dp=$(jq '.bandwidth_mbps[0][1]' <<<"$probe")
-    # iperf3 writes at most 1 MiB at a time; 3 s over one persistent connection.
-    ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
-    server=$!
-    for _ in $(seq 100); do
-      # Captured, not piped into grep -q: under pipefail a pipe closed early
-      # would read as "not listening".
-      listening=$(ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" || true)
-      [[ -z $listening ]] || break
-      sleep 0.05
-    done
-    anchor=$(ip netns exec "${ns[0]}" timeout 20 iperf3 -c "${ips[1]}" -p "$port" -l 1M -t 3 -J \
-               | jq '.end.sum_received.bits_per_second / 1e6')
-    wait "$server" || true
-    echo "veth $mib $dp $anchor"
+    # iperf3 writes at most 1 MiB at a time: 3 s over one persistent
+    # connection, then exactly the stream's bytes on a fresh one (a burst
+    # against a burst).
+    anchor=$(iperf3_mbit -t 3)
+    burst=$(iperf3_mbit -n $(( count * mib ))M)
+    echo "veth $mib $dp $anchor $burst"
   done
 done
