@@ -26,7 +26,6 @@ constexpr size_t read_ahead_bytes = size_t{256} << 10;
 /// iperf3 moved 3.7 GB/s in 1 MiB writes, it moved 1.56 GB/s in 16 KiB ones.
 constexpr int write_gather_bytes = 256 << 10;
 
-
 int fd_of(BIO* b) {
   return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
 }
