@@ -339,6 +339,19 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   auto out = std::make_shared<client_outcome>();
   const auto timeout = std::chrono::milliseconds(spec.request_timeout_ms);
   caf::scoped_actor waiter{sys};
+  // Monitored now, before the server's handle reaches any node. CAF 0.17.6
+  // sends an actor's down messages newest monitor first
+  // (monitorable_actor::cleanup), each with the dead actor as its sender, a
+  // strong reference. The oldest monitor, the waiter's down message comes
+  // after the one to the BASP broker (it monitors the server once a node holds
+  // the server's handle). Monitored last, the waiter heard first: this
+  // function returned and the actor system stopped its middleman while the
+  // server still sent the broker's down message; a stopped broker never
+  // empties its mailbox (abstract_broker::cleanup), so that message kept the
+  // server from being destroyed and ~actor_system waited for its thread for
+  // ever. A down message that comes while the loop below waits is skipped
+  // there and taken by the receive after it.
+  waiter->monitor(server);
   // Twice the server's window: its queue never runs dry while answers
   // travel back, and the client's memory stays bounded.
   sys.spawn(serve_client, server, source, out, caf::actor{waiter}, 2 * window, timeout);
@@ -357,8 +370,8 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
     }
   }
   // Until the server has ended: an actor system shut down while its
-  // detached server still ends would wait for that server for ever.
-  waiter->monitor(server);
+  // detached server still ends would wait for that server for ever. Its down
+  // message to the waiter is the last it sends (see the monitor above).
   caf::anon_send(server, stop_atom::value);
   waiter->receive([](caf::down_msg&) {},
                   caf::after(std::chrono::seconds(10)) >> [] {
