@@ -95,6 +95,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       members.push_back("node" + std::to_string(i));
     try {
       make_cluster_keys(keys_dir_, members, 2);
+      // Nothing signs for a throw-away cluster after this: without its CA
+      // key, a folder left behind by a second Ctrl-C or a SIGKILL lets no one
+      // make members of it.
+      std::filesystem::remove(std::filesystem::path(keys_dir_) / "ca.key");
     } catch (...) {
       stop();
       remove_own_logs();

@@ -384,6 +384,11 @@ TEST_CASE("nodes with credentials: the cluster's members drive them and they "
           "reach each other, strangers are dropped in the handshake") {
   actors::local_cluster cluster{tls_cluster(2, 27560)};
   REQUIRE_FALSE(cluster.credentials_folder().empty());
+  // A throw-away cluster keeps its CA certificate, not the key that signs
+  // members: a folder left behind makes no new member.
+  const auto keys = std::filesystem::path(cluster.credentials_folder()).parent_path();
+  CHECK(std::filesystem::exists(keys / "ca.pem"));
+  CHECK_FALSE(std::filesystem::exists(keys / "ca.key"));
   caf::actor_system_config cfg;
   actors::configure(cfg, with_credentials(cluster.credentials_folder()));
   caf::actor_system sys{cfg};
