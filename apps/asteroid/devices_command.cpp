@@ -5,6 +5,7 @@
 // emulated testbed (scripts/testbed.sh --speeds absolute) pads each node's
 // compute to.
 #include "commands.hpp"
+#include "number_checks.hpp"
 #include "profile_source.hpp"
 
 #include "asteroid/planner/device_catalog.hpp"
@@ -147,11 +148,11 @@ void add_devices_command(CLI::App& app) {
                   "Profile of --model on this machine (asteroid profile) instead of "
                   "measuring it");
   cmd->add_option("--batch,-b", a->batch, "Batch size this machine's time per sample is taken at")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--threads", a->threads,
                   "LibTorch threads this machine is measured with (those of the nodes)")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON instead of text");
   cmd->callback([a] {

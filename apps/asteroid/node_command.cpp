@@ -1,5 +1,6 @@
 // `asteroid node` (one device) and `asteroid cluster` (N local devices).
 #include "commands.hpp"
+#include "number_checks.hpp"
 #include "job_signals.hpp"
 
 #include "asteroid/actors/job.hpp"
@@ -98,7 +99,7 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--link-rate", *link_mbit,
                   "Pace outgoing tensor bytes to this many Mbit/s (emulated "
                   "link, for when tc shaping is not available; 0: off)")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   auto credentials = std::make_shared<std::string>();
   add_credentials_option(cmd, *credentials);
@@ -133,6 +134,7 @@ void add_cluster_command(CLI::App& app) {
   cmd->add_option("--nodes,-n", o->nodes, "Number of nodes")
     ->capture_default_str();
   cmd->add_option("--base-port", *base_port, "Node i listens on PORT+i")
+    ->check(CLI::Range(1, 65535))
     ->capture_default_str();
   cmd->add_option("--slowdown", *slowdown,
                   "Emulated slowdowns, one for all or one per node: 1,1,2,2");
@@ -149,7 +151,7 @@ void add_cluster_command(CLI::App& app) {
                   "one for all or one per node: 100,100,10 (emulated links on "
                   "loopback; 0: unpaced, the default)")
     ->delimiter(',')
-    ->check(CLI::NonNegativeNumber);
+    ->check(non_negative_finite());
   cmd->add_option("--log-dir", o->log_dir,
                   "Folder for the nodes' logs; without it, a temporary folder "
                   "removed at exit unless the job failed");
@@ -172,6 +174,10 @@ void add_cluster_command(CLI::App& app) {
     auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     if (n > 0)
       o->exe.assign(buf, static_cast<size_t>(n));
+    if (*base_port + o->nodes - 1 > 65535)
+      throw CLI::ValidationError("--base-port", std::to_string(*base_port) + " + "
+                                                  + std::to_string(o->nodes)
+                                                  + " nodes runs past port 65535");
     o->base_port = static_cast<uint16_t>(*base_port);
     // Loopback, but any local user's program could reach the ports.
     o->tls = !*plain;

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "number_checks.hpp"
 
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/device_catalog.hpp"
@@ -125,7 +126,7 @@ void add_plan_command(CLI::App& app) {
     ->required()
     ->check(CLI::ExistingFile);
   cmd->add_option("--batch-size,-b", a->batch_size, "Mini-batch size")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--planner,-p", a->planner,
                   "asteroid, on-device, dp-even, dp-proportional, pp, "
@@ -150,12 +151,12 @@ void add_plan_command(CLI::App& app) {
     ->capture_default_str();
   cmd->add_option("--micro-batch", a->inference.micro_batch,
                   "Inference: samples per request")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--queue-depth", a->inference.queue_depth,
                   "Inference: requests each stage holds in its receive and in "
                   "its send queue (counted in its memory)")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   cmd->callback([a] {
     auto profile = a->source.resolve();

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "number_checks.hpp"
 
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/kernels/compute_device.hpp"
@@ -44,16 +45,16 @@ void add_profile_command(CLI::App& app) {
                   "Micro-batch sizes to time each layer at")
     ->capture_default_str();
   cmd->add_option("--warmup", a->profiler.warmup, "Untimed runs per size")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   cmd->add_option("--repeats", a->profiler.repeats,
                   "Timed runs per size (the median is kept)")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--slowdown", a->profiler.slowdown,
                   "Emulated slowdown: report times x this factor (recorded as "
                   "emulated in the profile)")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--device", a->profiler.device,
                   "Device name or catalog type recorded in the profile")
@@ -68,7 +69,7 @@ void add_profile_command(CLI::App& app) {
     ->capture_default_str();
   cmd->add_option("--threads", a->threads,
                   "LibTorch intra-op threads (0: default)")
-    ->check(CLI::NonNegativeNumber);
+    ->check(non_negative_finite());
   cmd->add_flag("--inference", a->profiler.forward_only,
                 "Time forward passes as an inference stage computes them (eval mode, no "
                 "autograd, no backward): a profile for `asteroid serve`'s planner");

@@ -1,4 +1,5 @@
 #include "profile_source.hpp"
+#include "number_checks.hpp"
 
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/analytic_profiles.hpp"
@@ -91,11 +92,11 @@ void profile_source::add_options(CLI::App* cmd) {
   cmd->add_option("--profiled-batch", profiled_batch,
                   "Batch size a PipeDream graph.txt was profiled at (its "
                   "times and activation sizes are for a whole batch)")
-    ->check(CLI::PositiveNumber);
+    ->check(positive_finite());
   cmd->add_option("--optimizer-state-factor", optimizer_state_factor,
                   "Optimizer state bytes per parameter byte for a graph.txt "
                   "(0 plain SGD, 1 momentum, 2 Adam)")
-    ->check(CLI::Range(0.0, 16.0))
+    ->check(finite_number(0, 16))
     ->capture_default_str();
   cmd->add_option("--model,-m", model,
                   "Model name: analytic estimates for mobilenetv2, "

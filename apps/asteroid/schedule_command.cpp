@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "number_checks.hpp"
 
 #include "asteroid/planner/chrome_trace.hpp"
 #include "asteroid/planner/cost_model.hpp"
@@ -51,10 +52,10 @@ void add_schedule_command(CLI::App& app) {
   cmd->add_option("--stages", a->stages,
                   "Without --plan: number of stages, one device each")
     ->excludes(plan_opt)
-    ->check(CLI::PositiveNumber);
+    ->check(positive_finite());
   cmd->add_option("--micro-batches", a->micro_batches,
                   "Without --plan: micro-batches per mini-batch")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--kind", a->kind, "1f1b or gpipe")->capture_default_str();
   cmd->add_flag("--all-replicas", a->all_replicas,

@@ -1,6 +1,7 @@
 // `asteroid serve --config FILE`: serve a model from running nodes as an
 // inference pipeline and report what it did.
 #include "commands.hpp"
+#include "number_checks.hpp"
 #include "job_signals.hpp"
 
 #include "asteroid/actors/serve.hpp"
@@ -49,7 +50,7 @@ void add_serve_command(CLI::App& app) {
     ->description("Member folder of the cluster's credentials this program connects to "
                   "the nodes with (overrides the serve file's 'credentials')");
   cmd->add_option("--requests", *requests, "Requests to send (overrides the serve file's)")
-    ->check(CLI::PositiveNumber);
+    ->check(positive_finite());
   cmd->add_option("--metrics", *metrics,
                   "JSON lines of the plan, every request and the summary ('-': stdout; "
                   "overrides the serve file's)");

@@ -1,9 +1,11 @@
 #include "commands.hpp"
+#include "number_checks.hpp"
 
 #include "asteroid/training/trainer.hpp"
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 
 namespace asteroid::apps {
@@ -39,39 +41,40 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--test-limit", o->test_limit,
                   "Evaluate on only the first N test samples (0: all)");
   cmd->add_option("--batch-size,-b", o->batch_size, "Mini-batch size")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--epochs,-e", o->epochs, "Passes over the training set")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--max-steps", o->max_steps,
                   "Stop after this many optimizer steps (-1: no limit)")
+    ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
     ->capture_default_str();
   cmd->add_option("--optimizer", *optimizer, "sgd (with momentum) or adam")
     ->check(CLI::IsMember({"sgd", "adam"}))
     ->capture_default_str();
   cmd->add_option("--lr", o->optimizer.lr, "Learning rate")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--momentum", o->optimizer.momentum, "SGD momentum")
-    ->check(CLI::Range(0.0, 1.0))
+    ->check(finite_number(0, 1, false, true))
     ->capture_default_str();
   cmd->add_option("--weight-decay", o->optimizer.weight_decay,
                   "L2 weight decay")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   cmd->add_option("--seed", o->seed,
                   "Seeds initialisation, data order and dropout")
     ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "LibTorch intra-op threads (0: LibTorch's default)")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   cmd->add_option("--checkpoint", o->checkpoint_path,
                   "Write checkpoints to this file (atomically replaced)");
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Checkpoint every N steps (0: at the end of each epoch)")
-    ->check(CLI::NonNegativeNumber)
+    ->check(non_negative_finite())
     ->capture_default_str();
   cmd->add_option("--resume", o->resume_from,
                   "Resume from this checkpoint (same model, dataset, batch "
@@ -83,7 +86,7 @@ void add_train_command(CLI::App& app) {
                   "Write JSON-lines metrics to this file ('-': stdout)");
   cmd->add_option("--log-every", o->log_every,
                   "Emit a step metric every N steps")
-    ->check(CLI::PositiveNumber)
+    ->check(positive_finite())
     ->capture_default_str();
   cmd->add_option("--progress", o->progress,
                   "Live progress line: -1 auto (terminal only), 0 off, 1 on")
