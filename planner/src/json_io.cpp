@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "asteroid/planner/device_catalog.hpp"
@@ -172,11 +173,12 @@ bool is_uniform(const std::vector<std::vector<double>>& m, double& value) {
 
 stage_plan parse_stage(const json& j, const field& f) {
   stage_plan s;
-  s.first_layer = static_cast<int>(get_nonneg_int(member(j, f, "first_layer"), f["first_layer"]));
-  s.end_layer = static_cast<int>(get_nonneg_int(member(j, f, "end_layer"), f["end_layer"]));
+  constexpr int most = std::numeric_limits<int>::max();
+  s.first_layer = get_int_in(member(j, f, "first_layer"), f["first_layer"], 0, most);
+  s.end_layer = get_int_in(member(j, f, "end_layer"), f["end_layer"], 0, most);
   const auto& ds = get_array(member(j, f, "devices"), f["devices"]);
   for (size_t i = 0; i < ds.size(); ++i)
-    s.devices.push_back(static_cast<int>(get_nonneg_int(ds[i], f["devices"][i])));
+    s.devices.push_back(get_int_in(ds[i], f["devices"][i], 0, most));
   const auto& ss = get_array(member(j, f, "shares"), f["shares"]);
   if (ss.size() != ds.size())
     f["shares"].fail("expected " + std::to_string(ds.size()) +
@@ -401,10 +403,8 @@ plan parse_plan(const json& j, const std::string& where) {
   p.batch_size = get_int(member(j, f, "batch_size"), f["batch_size"]);
   if (p.batch_size <= 0)
     f["batch_size"].fail("expected a positive integer, got " + std::to_string(p.batch_size));
-  p.micro_batches = static_cast<int>(get_int(member(j, f, "micro_batches"), f["micro_batches"]));
-  if (p.micro_batches <= 0)
-    f["micro_batches"].fail("expected a positive integer, got " +
-                            std::to_string(p.micro_batches));
+  p.micro_batches = get_int_in(member(j, f, "micro_batches"), f["micro_batches"], 1,
+                              std::numeric_limits<int>::max());
   const auto& stages = get_array(member(j, f, "stages"), f["stages"]);
   for (size_t i = 0; i < stages.size(); ++i)
     p.stages.push_back(parse_stage(stages[i], f["stages"][i]));

@@ -87,6 +87,14 @@ int64_t get_nonneg_int(const json& j, const json_field& f) {
   return x;
 }
 
+int get_int_in(const json& j, const json_field& f, int lo, int hi) {
+  auto x = get_int(j, f);
+  if (x < lo || x > hi)
+    f.fail("expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi)
+           + "], got " + std::to_string(x));
+  return static_cast<int>(x);
+}
+
 bool get_bool(const json& j, const json_field& f) {
   if (!j.is_boolean())
     f.fail(std::string("expected true or false, got ") + j.type_name());

@@ -258,7 +258,22 @@ TEST_CASE("plan JSON round trip", "[planner][json]") {
   j = json(p);
   j["micro_batches"] = 0;
   CHECK_THAT(error_of([&] { parse_plan(j, "plan.json"); }),
-             Catch::Contains("plan.json: micro_batches: expected a positive integer"));
+             Catch::Contains("plan.json: micro_batches: expected an integer in [1, 2147483647], "
+                             "got 0"));
+  // Beyond what an int holds: refused, not wrapped (2^32 + 2 read as 2).
+  j["micro_batches"] = int64_t{4294967298};
+  CHECK_THAT(error_of([&] { parse_plan(j, "plan.json"); }),
+             Catch::Contains("plan.json: micro_batches: expected an integer in [1, 2147483647], "
+                             "got 4294967298"));
+  j = json(p);
+  j["stages"][0]["devices"][0] = int64_t{4294967296};
+  CHECK_THAT(error_of([&] { parse_plan(j, "plan.json"); }),
+             Catch::Contains("plan.json: stages[0].devices[0]: expected an integer in "
+                             "[0, 2147483647], got 4294967296"));
+  j = json(p);
+  j["stages"][0]["end_layer"] = -1;
+  CHECK_THAT(error_of([&] { parse_plan(j, "plan.json"); }),
+             Catch::Contains("plan.json: stages[0].end_layer: expected an integer in "));
 }
 
 TEST_CASE("the paper's environments load from examples/clusters", "[planner][json]") {

@@ -49,6 +49,9 @@ double get_nonneg(const nlohmann::json& j, const json_field& f);
 double get_positive(const nlohmann::json& j, const json_field& f);
 int64_t get_int(const nlohmann::json& j, const json_field& f);
 int64_t get_nonneg_int(const nlohmann::json& j, const json_field& f);
+/// An integer in [lo, hi]: what fits the `int` a field is stored in, where a
+/// plain cast would wrap (4294967298 micro-batches read as 2).
+int get_int_in(const nlohmann::json& j, const json_field& f, int lo, int hi);
 bool get_bool(const nlohmann::json& j, const json_field& f);
 std::string get_string(const nlohmann::json& j, const json_field& f);
 const nlohmann::json& get_array(const nlohmann::json& j, const json_field& f);
@@ -81,6 +84,16 @@ void read_optional_at_least(const nlohmann::json& obj, const json_field& f, cons
   read_optional(obj, f, key, dst);
   if (dst < lo)
     f[key].fail("must be >= " + std::to_string(lo));
+}
+
+/// read_optional for a number that must be in [lo, hi] when present.
+template <class T>
+void read_optional_in(const nlohmann::json& obj, const json_field& f, const char* key, T& dst,
+                      T lo, T hi) {
+  read_optional(obj, f, key, dst);
+  if (dst < lo || dst > hi)
+    f[key].fail("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got "
+                 + std::to_string(dst));
 }
 
 /// The same for a field that must be there.
