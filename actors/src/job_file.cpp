@@ -45,10 +45,12 @@ fault_tolerance_options parse_fault_tolerance(const json& j,
     f["drift_factor"].fail("must be 0 (off) or > 1");
   if (o.drift_steps < 1)
     f["drift_steps"].fail("must be >= 1");
-  if (o.heartbeat_ms < 1)
-    f["heartbeat_ms"].fail("must be >= 1");
-  if (o.heartbeat_misses < 1)
-    f["heartbeat_misses"].fail("must be >= 1");
+  if (o.heartbeat_ms < 1 || o.heartbeat_ms > longest_wait_ms)
+    f["heartbeat_ms"].fail("must be in [1, " + std::to_string(longest_wait_ms) + "], got "
+                           + std::to_string(o.heartbeat_ms));
+  if (o.heartbeat_misses < 1 || o.heartbeat_ms * o.heartbeat_misses > longest_wait_ms)
+    f["heartbeat_misses"].fail("must be >= 1, and heartbeat_ms x heartbeat_misses at most "
+                               + std::to_string(longest_wait_ms) + " ms");
   if (o.snapshot_every < 0)
     f["snapshot_every"].fail("must be >= 0");
   static const std::set<std::string> modes{"replay", "replay_no_rebalance",
@@ -87,8 +89,8 @@ fault_spec parse_fault(const json& j, const json_field& f, size_t num_nodes) {
   if (fs.node < 0 || static_cast<size_t>(fs.node) >= num_nodes)
     f["node"].fail("node " + std::to_string(fs.node) + " is not in 'nodes' ("
                    + std::to_string(num_nodes) + " nodes)");
-  if (fs.step < 0 || fs.delay_ms < 0)
-    f.fail("step and delay_ms must be >= 0");
+  if (fs.step < 0 || fs.delay_ms < 0 || fs.delay_ms > longest_wait_ms)
+    f.fail("step must be >= 0 and delay_ms in [0, " + std::to_string(longest_wait_ms) + "]");
   if (fs.action == "slow" && !(fs.slowdown >= 1.0))
     f["slowdown"].fail("must be >= 1");
   if (fs.action == "hog" && fs.bytes <= 0)
@@ -119,8 +121,13 @@ void check_ranges(const job_spec& s, const json_field& f) {
   at_least("test_limit", s.test_limit, 0);
   at_least("synthetic_count", s.synthetic_count, 1);
   at_least("trace_steps", s.trace_steps, 0);
-  at_least("connect_timeout_ms", s.connect_timeout_ms, 1);
-  at_least("step_timeout_ms", s.step_timeout_ms, 1);
+  auto wait = [&](const char* key, int64_t v) {
+    if (v < 1 || v > longest_wait_ms)
+      f[key].fail("must be in [1, " + std::to_string(longest_wait_ms) + "] ms, got "
+                  + std::to_string(v));
+  };
+  wait("connect_timeout_ms", s.connect_timeout_ms);
+  wait("step_timeout_ms", s.step_timeout_ms);
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 // afterwards.
 #include "asteroid/actors/serve.hpp"
 
+#include "asteroid/actors/job.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/server.hpp"
 #include "asteroid/actors/stage_state.hpp"
@@ -112,11 +113,14 @@ serve_spec parse_serve(const json& j, const std::string& where) {
     read_optional(j, f, "metrics", s.metrics_path);
     read_optional(j, f, "trace", s.trace_path);
     read_optional(j, f, "outputs", s.outputs_path);
-    planner::read_optional_at_least(j, f, "connect_timeout_ms", s.connect_timeout_ms, int64_t{1});
-    planner::read_optional_at_least(j, f, "request_timeout_ms", s.request_timeout_ms, int64_t{1});
+    planner::read_optional_in(j, f, "connect_timeout_ms", s.connect_timeout_ms, int64_t{1}, longest_wait_ms);
+    planner::read_optional_in(j, f, "request_timeout_ms", s.request_timeout_ms, int64_t{1}, longest_wait_ms);
     read_optional(j, f, "recover", s.recover);
-    planner::read_optional_at_least(j, f, "heartbeat_ms", s.heartbeat_ms, int64_t{1});
+    planner::read_optional_in(j, f, "heartbeat_ms", s.heartbeat_ms, int64_t{1}, longest_wait_ms);
     planner::read_optional_at_least(j, f, "heartbeat_misses", s.heartbeat_misses, int{1});
+    if (s.heartbeat_ms * s.heartbeat_misses > longest_wait_ms)
+      f["heartbeat_misses"].fail("heartbeat_ms x heartbeat_misses must be at most "
+                                 + std::to_string(longest_wait_ms) + " ms");
     return s;
   } catch (const planner::json_error& e) {
     throw std::invalid_argument(e.what());

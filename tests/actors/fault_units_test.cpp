@@ -277,8 +277,23 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
   refused("credit_window", -1, "must be >= 0");
   refused("train_limit", -5, "must be >= 0");
   refused("synthetic_count", 0, "must be >= 1");
-  refused("step_timeout_ms", 0, "must be >= 1");
-  refused("connect_timeout_ms", -1, "must be >= 1");
+  refused("step_timeout_ms", 0, "must be in [1, 604800000] ms, got 0");
+  refused("connect_timeout_ms", -1, "must be in [1, 604800000] ms, got -1");
+  // Beyond a week: a deadline that far would overflow the clock.
+  refused("step_timeout_ms", int64_t{9'300'000'000'000}, "must be in [1, 604800000] ms");
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", int64_t{1} << 50}}), "j.json"),
+    Catch::Contains("fault_tolerance.heartbeat_ms: must be in [1, 604800000]"));
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", 1000000}, {"heartbeat_misses", 1000}}),
+                      "j.json"),
+    Catch::Contains("fault_tolerance.heartbeat_misses: must be >= 1, and heartbeat_ms x "
+                    "heartbeat_misses at most 604800000 ms"));
+  CHECK_THROWS_WITH(
+    actors::parse_job(with("faults", json::array({{{"node", 0}, {"action", "kill"},
+                                                    {"delay_ms", int64_t{1} << 60}}})),
+                      "j.json"),
+    Catch::Contains("delay_ms in [0, 604800000]"));
   refused("model_options", json{{"num_clases", 3}},
           "unknown model option 'num_clases' (known: num_classes,");
   CHECK_THROWS_WITH(

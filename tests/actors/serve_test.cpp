@@ -708,7 +708,12 @@ TEST_CASE("serve file: unknown keys, planners, codecs and sizes are named", "[se
   CHECK_THAT(bad({{"plan", {{"stages", json::array()}}}}), Catch::Contains("no stages"));
   CHECK_THAT(bad({{"plan", {{"stages", {{{"first_layer", 0}}}}}}}),
              Catch::Contains("end_layer"));
-  CHECK_THAT(bad({{"heartbeat_ms", 0}}), Catch::Contains("heartbeat_ms: must be >= 1"));
+  CHECK_THAT(bad({{"heartbeat_ms", 0}}),
+             Catch::Contains("heartbeat_ms: must be in [1, 604800000], got 0"));
+  CHECK_THAT(bad({{"request_timeout_ms", int64_t{1} << 62}}),
+             Catch::Contains("request_timeout_ms: must be in [1, 604800000]"));
+  CHECK_THAT(bad({{"heartbeat_ms", 600000}, {"heartbeat_misses", 100000}}),
+             Catch::Contains("heartbeat_ms x heartbeat_misses must be at most 604800000 ms"));
   CHECK_THAT(bad({{"compress_below_mbps", -1}}), Catch::Contains("compress_below_mbps"));
   CHECK_THAT(bad({{"heartbeat_misses", "3"}}), Catch::Contains("heartbeat_misses"));
   auto ok = actors::parse_serve({{"nodes", {"127.0.0.1:1"}}, {"requests", 3},

@@ -26,6 +26,11 @@
 
 namespace asteroid::actors {
 
+/// The longest wait a job or serve file may name (a week, in ms): far
+/// beyond any real timeout, and far inside what the clocks hold (a deadline
+/// of 9.2e12 ms overflows steady_clock's nanoseconds and is already past).
+inline constexpr int64_t longest_wait_ms = int64_t{7} * 24 * 3600 * 1000;
+
 /// How a job survives device losses (issue #5; docs/fault_tolerance.md).
 struct fault_tolerance_options {
   /// Supervisor pings every device this often ...
