@@ -296,6 +296,21 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
     Catch::Contains("delay_ms in [0, 604800000]"));
   refused("model_options", json{{"num_clases", 3}},
           "unknown model option 'num_clases' (known: num_classes,");
+  // Values too, not only keys: nothing reaches LibTorch to fail there
+  // without the file and field in its message.
+  refused("model_options", json{{"num_classes", -3}},
+          "model option 'num_classes': must be >= 1, got -3");
+  refused("model_options", json{{"num_classes", 2.7}},
+          "model option 'num_classes': expected an integer, got 2.7");
+  refused("model_options", json{{"num_classes", 1e300}},
+          "model option 'num_classes': expected an integer");
+  refused("model_options", json{{"dropout", 5}}, "model option 'dropout': must be below 1");
+  refused("model_options", json{{"width_mult", 0}},
+          "model option 'width_mult': must be in (0, 16], got 0");
+  refused("model_options", json{{"hidden_sizes", {64, -1}}},
+          "model option 'hidden_sizes': every width must be an integer in [1, 1e9], got -1");
+  refused("model_options", json{{"patch_size", -2}},
+          "model option 'patch_size': must be >= 0, got -2");
   CHECK_THROWS_WITH(
     actors::parse_job(with("fault_tolerance", {{"replan_threshold", std::numeric_limits<double>::infinity()}}), "j.json"),
     Catch::Contains("fault_tolerance.replan_threshold: expected a finite number"));
@@ -309,6 +324,10 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
   CHECK_NOTHROW(actors::parse_job(with("momentum", 0.0), "j.json"));
   CHECK_NOTHROW(actors::parse_job(with("credit_window", 0), "j.json"));
   CHECK_NOTHROW(actors::parse_job(with("model_options", json{{"num_classes", 3}}), "j.json"));
+  CHECK_NOTHROW(actors::parse_job(
+    with("model_options", json{{"dropout", -1}, {"stochastic_depth", 0.5}, {"width_mult", 0.5},
+                               {"hidden_sizes", {32}}, {"seed", -1}, {"image_size", 0}}),
+    "j.json"));
 }
 
 TEST_CASE("a cluster refuses slowdowns that are not finite numbers >= 1, "
