@@ -227,7 +227,9 @@ job_result supervisor::run() {
     save_checkpoint(step, full);
   load_stage_state(model_, 0, static_cast<int>(model_->size()), nullptr, full);
   result_.model = model_;
-  if (test_ && job_.evaluate)
+  // A stopped job ends now: its user asked it to (Ctrl-C, a stop message),
+  // and a pass over the test set can take longer than many steps.
+  if (test_ && job_.evaluate && !result_.stopped)
     result_.test = training::evaluate(model_, *test_, 500, job_.test_limit);
   metrics_.emit("done", {{"steps", result_.steps},
                          {"stopped", result_.stopped},

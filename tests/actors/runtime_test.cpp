@@ -868,6 +868,8 @@ TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
     CHECK(slurp(dir + "/out.log").find(std::string("job stopped by ")
                                        + (signal == SIGINT ? "SIGINT" : "SIGTERM"))
           != std::string::npos);
+    // A stopped job does not evaluate: it ends after its running step.
+    CHECK(slurp(dir + "/out.log").find("test accuracy not evaluated") != std::string::npos);
   }
   // Either way the nodes are gone: nothing listens on their ports.
   CHECK(all_closed({27375, 27376}));
