@@ -202,6 +202,16 @@ std::optional<paper_speedups> paper_table4(const std::string& env, int mbps,
   return std::nullopt;
 }
 
+/// "B / M" of the Asteroid plan among a row's `n` plans starting at `first`
+/// (batch size / micro-batch count), or "-" when it did not run.
+std::string batch_and_micro_batches(const std::vector<row>& rows, size_t first, size_t n,
+                                    int64_t batch) {
+  for (size_t k = first; k < first + n && k < rows.size(); ++k)
+    if (rows[k].planner == "asteroid" && rows[k].micro_batches > 0)
+      return std::to_string(batch) + " / " + std::to_string(rows[k].micro_batches);
+  return "-";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -506,10 +516,10 @@ int main(int argc, char** argv) {
               "one run for the others; %s device speeds\n\n",
               static_cast<long long>(batch), static_cast<long long>(steps),
               static_cast<long long>(warmup), repeats, contender, speeds.c_str());
-  std::printf("| env | Mbps | model | D | co-loc |");
+  std::printf("| env | Mbps | model | D | co-loc | Asteroid's B / M |");
   for (auto& p : plan_names)
     std::printf(" %s |", p.c_str());
-  std::printf(" Asteroid's speedup over each |\n|---|---|---|---|---|");
+  std::printf(" Asteroid's speedup over each |\n|---|---|---|---|---|---|");
   for (size_t i = 0; i <= plan_names.size(); ++i)
     std::printf("---|");
   std::printf("\n");
@@ -522,8 +532,9 @@ int main(int argc, char** argv) {
   std::ofstream wide{csv + ".wide"};
   for (size_t i = 0; i < rows.size(); i += plan_names.size()) {
     auto& first = rows[i];
-    std::printf("| %s | %d | %s | %.2f | %.2f |", first.env.c_str(), first.mbps,
-                first.model.c_str(), first.dilation, first.co_location);
+    std::printf("| %s | %d | %s | %.2f | %.2f | %s |", first.env.c_str(), first.mbps,
+                first.model.c_str(), first.dilation, first.co_location,
+                batch_and_micro_batches(rows, i, plan_names.size(), batch).c_str());
     wide << first.env << "-" << first.mbps << "-" << first.model;
     // The planner whose run a row's number comes from.
     auto run_of = [](const row& r) { return r.same_as.empty() ? r.planner : r.same_as; };
@@ -580,15 +591,18 @@ int main(int argc, char** argv) {
                    .count() / 60;
   std::printf("\nAsteroid measured >= every baseline in %d of %d rows (in %d of them "
               "Asteroid's plan is a baseline's, run once); median |prediction error| "
-              "%.1f %% over %zu measured plans; %.1f minutes\n",
-              rows_won, rows_total, rows_tied, median(errors), errors.size(), minutes);
+              "%.1f %%, worst %.1f %%, over %zu measured plans; %.1f minutes\n",
+              rows_won, rows_total, rows_tied, median(errors),
+              errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end()),
+              errors.size(), minutes);
   std::printf("wrote %s\n", csv.c_str());
   // -- the paper's Table 4 next to ours: Asteroid's speedup over on-device,
   //    data parallelism (even) and pipeline parallelism, measured and
   //    predicted, for the rows the paper reports --
   std::printf("\nTable 4 side by side: Asteroid's speedup over on-device / DP (even) / PP, "
               "measured (predicted) here and in the paper (%s device speeds)\n\n"
-              "| env | Mbps | model | measured | predicted | paper |\n|---|---|---|---|---|---|\n",
+              "| env | Mbps | model | Asteroid's B / M | measured | predicted | paper |\n"
+              "|---|---|---|---|---|---|---|\n",
               speeds.c_str());
   for (size_t i = 0; i < rows.size(); i += plan_names.size()) {
     auto paper = paper_table4(rows[i].env, rows[i].mbps, rows[i].model);
@@ -616,8 +630,10 @@ int main(int argc, char** argv) {
       std::snprintf(cell, sizeof cell, "%.1f", v);
       return v > 0 ? std::string(cell) : std::string("?");
     };
-    std::printf("| %s | %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s |\n",
-                rows[i].env.c_str(), rows[i].mbps, rows[i].model.c_str(), ratio(1, true).c_str(),
+    std::printf("| %s | %d | %s | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s |\n",
+                rows[i].env.c_str(), rows[i].mbps, rows[i].model.c_str(),
+                batch_and_micro_batches(rows, i, plan_names.size(), batch).c_str(),
+                ratio(1, true).c_str(),
                 ratio(2, true).c_str(), ratio(3, true).c_str(), ratio(1, false).c_str(),
                 ratio(2, false).c_str(), ratio(3, false).c_str(),
                 paper_cell(paper->on_device).c_str(), paper_cell(paper->dp).c_str(),
