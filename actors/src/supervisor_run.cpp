@@ -87,7 +87,7 @@ job_result supervisor::run() {
     },
     first_step);
   // Building every replica and moving the stage states to them: on slow
-  // links most of a large model's start (docs/runtime.md, "Deployment").
+  // links most of a large model's start (docs/runtime.md, "Moving stage states").
   const auto deploy_s = seconds_between(deploy_began, clock::now());
   spdlog::info("deployed in {:.2f} s", deploy_s);
   for (size_t d = 0; d < devices_.size(); ++d) {

@@ -245,7 +245,8 @@ struct net_options {
   /// BASP heartbeat period; off in CAF 0.17 by default, so we turn it on.
   std::chrono::milliseconds heartbeat{500};
   /// A connection silent this long is dropped; must exceed the time one
-  /// message takes to transfer (notes §1).
+  /// message takes to transfer (CAF sends one message on a connection
+  /// before the next; docs/runtime.md, "Moving stage states").
   std::chrono::milliseconds connection_timeout{15000};
   /// The cluster's credentials (credentials.hpp). Set: CAF connections this
   /// actor system opens or accepts are TLS, mutually authenticated by the

@@ -23,7 +23,7 @@
 ///   with `result.stopped`. Before start: finished at once, no step run.
 /// - `ast_jsub, actor`: the actor gets `(ast_jevent, std::string)` for
 ///   every record the metrics file gets (start, links, iteration, fault,
-///   done: docs/runtime.md "Metrics") and {"event": "state", "state": ...}
+///   done: docs/runtime.md "One iteration") and {"event": "state", "state": ...}
 ///   at each change of state, beginning with the current one. Subscribers
 ///   are monitored and dropped when they go down.
 /// - `ast_jwait` -> job_outcome_ptr: replied once the job is final.
