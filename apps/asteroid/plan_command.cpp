@@ -1,6 +1,7 @@
 #include "commands.hpp"
 #include "number_checks.hpp"
 
+#include "asteroid/planner/asteroid_planner.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/inference_planner.hpp"
@@ -27,6 +28,7 @@ struct plan_args {
   bool snapshots = false;
   std::string mode = "training";
   planner::inference_options inference;
+  planner::asteroid_options search; // the asteroid planner's limits
 };
 
 planner::inference_plan make_inference_plan(const std::string& name,
@@ -143,6 +145,16 @@ void add_plan_command(CLI::App& app) {
                 "> 0, a job's default) holds between steps in every device's "
                 "memory; without it, as a profile says (\"state_snapshots\", "
                 "off unless set)");
+  cmd->add_option("--max-search-seconds", a->search.max_search_seconds,
+                  "The asteroid planner refuses up front a search it estimates longer than "
+                  "this (0: no limit)")
+    ->check(non_negative_finite())
+    ->capture_default_str();
+  cmd->add_option("--max-micro-batches", a->search.max_micro_batches,
+                  "The asteroid planner tries micro-batch counts up to this (0: every divisor "
+                  "of the batch size)")
+    ->check(CLI::Range(0, 1 << 20))
+    ->capture_default_str();
   cmd->add_option("--mode", a->mode,
                   "training (hybrid pipeline parallelism) or inference (one "
                   "device per stage, EdgePipe's planner; its planners are "
@@ -190,8 +202,10 @@ void add_plan_command(CLI::App& app) {
       print_comparison(profile, c, a->batch_size);
       return;
     }
-    auto p = planner::make_planner(a->planner)->make_plan(profile, c,
-                                                          a->batch_size);
+    auto chosen = a->planner == "asteroid"
+                    ? std::make_unique<planner::asteroid_planner>(a->search)
+                    : planner::make_planner(a->planner);
+    auto p = chosen->make_plan(profile, c, a->batch_size);
     if (a->json_out == "-") {
       nlohmann::json j = p;
       std::cout << j.dump(2) << '\n';

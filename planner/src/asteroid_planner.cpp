@@ -675,15 +675,18 @@ plan asteroid_planner::search(const model_profile& profile, const cluster& c,
     auto estimate = estimated_search_seconds(c.size(), profile.num_layers(),
                                              static_cast<int>(Ms.size()));
     if (estimate > options_.max_search_seconds) {
-      char what[400];
+      char what[640];
       std::snprintf(what, sizeof what,
                     "asteroid: planning %d layers of %s on the %d devices of "
-                    "cluster %s would take about %.0f s (the search grows as "
-                    "devices^3.5 x layers^2; at most %.0f s is allowed): plan "
+                    "cluster %s would take about %.*f s (the search grows as "
+                    "devices^3.5 x layers^2; at most %g s is allowed): plan "
                     "on fewer devices, or with fewer micro-batch counts "
-                    "(max_micro_batches), or raise max_search_seconds",
+                    "(asteroid plan --max-micro-batches), or allow more time "
+                    "(asteroid plan --max-search-seconds; 0: no limit) and give "
+                    "a job the plan",
                     profile.num_layers(), profile.model.c_str(), c.size(),
-                    c.name.c_str(), estimate, options_.max_search_seconds);
+                    c.name.c_str(), estimate >= 10 ? 0 : 3, estimate,
+                    options_.max_search_seconds);
       throw planner_error(what);
     }
   }
