@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <limits>
 
 using namespace asteroid;
 
@@ -149,4 +150,12 @@ TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
   ck = good;
   ck.epoch = resume.epochs + 1;
   refused(ck, "is outside this run's");
+  // A step count its epoch and position do not add up to (INT64_MAX would
+  // run the step counter over).
+  ck = good;
+  ck.step = std::numeric_limits<int64_t>::max();
+  refused(ck, "does not match its epoch");
+  ck = good;
+  ck.step = good.step + 1;
+  refused(ck, "step " + std::to_string(good.step + 1) + " does not match its epoch");
 }

@@ -136,6 +136,14 @@ void trainer::restore(const std::string& path) {
   if (ck.data_position % options_.batch_size != 0)
     fail("data position " + std::to_string(ck.data_position)
          + " is not a batch boundary");
+  // The steps its epoch and position put behind it (each batch one step): a
+  // larger count would run the step counter past what this run can reach.
+  const int64_t batches_per_epoch = epoch_samples / options_.batch_size;
+  const int64_t reached = ck.epoch * batches_per_epoch + ck.data_position / options_.batch_size;
+  if (ck.step != reached)
+    fail("step " + std::to_string(ck.step) + " does not match its epoch " + std::to_string(ck.epoch)
+         + " and data position " + std::to_string(ck.data_position) + " (step "
+         + std::to_string(reached) + ")");
   try {
     model_->load_range_state(0, -1, ck.model_state);
     serialization::load_optimizer_state(*optimizer_, ck.optimizer);
