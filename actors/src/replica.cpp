@@ -59,10 +59,9 @@ void fail(replica_self* self, const std::string& what) {
   spdlog::error("{}", msg);
   st.failed = true;
   st.running = false;
-  // unsafe_send_as: a typed actor may not send() to a dynamically typed one.
   if (st.supervisor)
-    caf::unsafe_send_as(self, st.supervisor, fail_atom::value,
-                        static_cast<int32_t>(st.e->spec.generation), msg);
+    self->send(st.supervisor, fail_atom::value, static_cast<int32_t>(st.e->spec.generation),
+               msg);
 }
 
 } // namespace detail
@@ -253,7 +252,7 @@ replica_actor::behavior_type replica_fun(replica_self* self,
           link();
           break;
         case peer_supervisor:
-          s.supervisor = peer;
+          s.supervisor = caf::actor_cast<step_driver_actor>(peer);
           self->monitor(peer);
           break;
         case peer_backup:

@@ -117,9 +117,8 @@ struct replica_state {
   std::vector<replica_actor> prev;
   std::vector<replica_actor> next;
   replica_actor ring_next;
-  /// The supervisor's step driver (dynamically typed: its messages are in
-  /// protocol.hpp's table).
-  caf::actor supervisor;
+  /// The supervisor's step driver.
+  step_driver_actor supervisor;
   device_actor home;   ///< this node's device actor: local snapshots
   /// The state a piecewise read (`ast_state`) is under way of.
   std::shared_ptr<const std::string> state_read;

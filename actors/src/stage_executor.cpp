@@ -312,7 +312,7 @@ void finish_step(replica_self* self) {
                         {"bytes", st.bytes},
                         {"channels", transports(st)},
                         {"events", std::move(st.events)}};
-  caf::unsafe_send_as(self, st.supervisor, done_atom::value, st.step, report.dump());
+  self->send(st.supervisor, done_atom::value, st.step, report.dump());
   st.last_finished = st.step;
   st.reset_report_metrics();
   st.starts.erase(st.step);

@@ -15,12 +15,9 @@
 /// and micro_batch_relay.cpp implement them; the
 /// supervisor, the probes and tests send through them), `stage_actor` in
 /// stage.hpp, `supervisor_actor` in supervisor_actor.hpp. What replicas
-/// send to the supervisor's step driver (a dynamically typed actor):
-///
-/// | message (atom, fields...)                      | to      | reply            |
-/// |------------------------------------------------|---------|------------------|
-/// | `ast_done, int64 step, string report_json`     | supervisor | -             |
-/// | `ast_fail, int32 generation, string what`      | supervisor | -             |
+/// send the supervisor's step driver is `step_driver_actor`, checked where
+/// they send it (the step driver is a blocking actor, which CAF 0.17 cannot
+/// type; its loop receives these).
 ///
 /// "state" strings are encoded stage states (stage_state.hpp): weights, and
 /// optimizer state where there is one. Snapshot keys name a layer range,
@@ -157,6 +154,13 @@ using device_actor = caf::typed_actor<
   /// generations stop at their next op (they may be kept and re-configured,
   /// and would otherwise finish the interrupted step's compute first).
   caf::reacts_to<halt_atom, int64_t>>;
+
+/// The supervisor's step driver, as the replicas of its job see it.
+using step_driver_actor = caf::typed_actor<
+  /// Replica's report of step `step` (JSON: its times, loss, bytes).
+  caf::reacts_to<done_atom, int64_t, std::string>,
+  /// The replica failed in generation `generation`, saying why.
+  caf::reacts_to<fail_atom, int32_t, std::string>>;
 
 /// A stage replica (replica.cpp): one per device per stage. Messages that
 /// match none of these are logged and dropped; the replica keeps running.
