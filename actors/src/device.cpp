@@ -336,9 +336,9 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         reply.kind = serialization::tensor_kind::echo_reply;
         reply.job = m.job;
         reply.step = static_cast<int64_t>(m.payload.size());
-        auto prober = caf::actor_cast<caf::actor>(self->current_sender());
-        if (prober) // the prober does not answer: no sender needed
-          caf::anon_send(prober, tensor_atom::value, std::move(reply));
+        // Back over a CAF channel too, as every tensor goes (channel.hpp).
+        if (auto prober = caf::actor_cast<caf::actor>(self->current_sender()))
+          make_caf_channel(prober)->send(self, std::move(reply));
         return;
       }
       if (m.kind != serialization::tensor_kind::snapshot) {

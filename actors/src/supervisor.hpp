@@ -9,6 +9,7 @@
 #include "job_claim.hpp"
 #include "job_control.hpp"
 
+#include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -51,6 +52,10 @@ struct replica_ref {
   int replica;
   int device;
   replica_actor handle;
+  /// Where the step driver's inputs (stage 0) or labels (last stage) for
+  /// this replica go, chosen when it is deployed: CAF, since the
+  /// supervisor's process has no data plane.
+  channel_ptr feed;
 };
 
 /// True when the ranges of `inventory` ({"L0-3": [4, 5], ...}) held at

@@ -258,7 +258,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   stages_.assign(P, {});
   for (int s = 0; s < P; ++s)
     for (size_t r = 0; r < p.stages[s].devices.size(); ++r)
-      stages_[s].push_back({s, static_cast<int>(r), p.stages[s].devices[r], replica_actor{}});
+      stages_[s].push_back({s, static_cast<int>(r), p.stages[s].devices[r], replica_actor{}, {}});
   kept_.clear();
   num_replicas_ = 0;
   auto window = job_.credit_window > 0 ? job_.credit_window : P + 1;
@@ -395,6 +395,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       auto handle = caf::actor_cast<replica_actor>(replicas[r]);
       self_->monitor(handle);
       stages_[s][r].handle = handle;
+      stages_[s][r].feed = make_caf_channel(replicas[r]);
     }
     auto report = json::parse(reply.get_as<std::string>(2));
     for (auto& k : report["kept"])

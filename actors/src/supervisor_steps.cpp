@@ -167,7 +167,10 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
         msg.micro_batch = m;
         auto b0 = m * mbs + at;
         msg.payload = serialization::encode_tensor(source.slice(0, b0, b0 + share));
-        self_->send(stages_[s][r].handle, tensor_atom::value, std::move(msg));
+        auto dropped = stages_[s][r].feed->send(self_.ptr(), std::move(msg));
+        if (!dropped.empty())
+          spdlog::warn("step {}: {} of micro-batch {} for stage {} replica {} dropped: {}",
+                       step, inputs ? "inputs" : "labels", m, s, r, dropped);
       }
       at += share;
     }
