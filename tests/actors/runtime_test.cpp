@@ -822,8 +822,9 @@ TEST_CASE("asteroid cluster --job: SIGINT or SIGTERM stops the job after its "
                                   {"devices", {0}}, {"shares", {16}}},
                                  {{"first_layer", 2}, {"end_layer", 3},
                                   {"devices", {1}}, {"shares", {16}}}}}}},
-           {"metrics", metrics},       {"evaluate", false},
-           {"progress", 0}};
+           // Evaluating: a stopped job must skip it (checked below).
+           {"metrics", metrics},       {"evaluate", true},
+           {"test_limit", 64},         {"progress", 0}};
   std::ofstream(dir + "/job.json") << job.dump();
   auto pid = ::fork();
   REQUIRE(pid >= 0);

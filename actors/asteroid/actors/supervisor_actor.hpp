@@ -19,8 +19,8 @@
 /// - `ast_jstat` -> JSON text: {"state", "step" (steps done), "steps" (of
 ///   the job, once known), "loss", "stop_requested", "error" when failed}.
 /// - `ast_jstop`: finish after the step that runs (a step already started
-///   ahead runs too), gather the weights, evaluate: the job ends `finished`
-///   with `result.stopped`. Before start: finished at once, no step run.
+///   ahead runs too) and gather the weights, without evaluating: the job
+///   ends `finished` with `result.stopped`. Before start: finished at once, no step run.
 /// - `ast_jsub, actor`: the actor gets `(ast_jevent, std::string)` for
 ///   every record the metrics file gets (start, links, iteration, fault,
 ///   done: docs/runtime.md "One iteration") and {"event": "state", "state": ...}
