@@ -113,8 +113,10 @@ serve_spec parse_serve(const json& j, const std::string& where) {
     read_optional(j, f, "metrics", s.metrics_path);
     read_optional(j, f, "trace", s.trace_path);
     read_optional(j, f, "outputs", s.outputs_path);
-    planner::read_optional_in(j, f, "connect_timeout_ms", s.connect_timeout_ms, int64_t{1}, longest_wait_ms);
-    planner::read_optional_in(j, f, "request_timeout_ms", s.request_timeout_ms, int64_t{1}, longest_wait_ms);
+    planner::read_optional_in(j, f, "connect_timeout_ms", s.connect_timeout_ms, int64_t{1},
+                              longest_wait_ms);
+    planner::read_optional_in(j, f, "request_timeout_ms", s.request_timeout_ms, int64_t{1},
+                              longest_wait_ms);
     read_optional(j, f, "recover", s.recover);
     planner::read_optional_in(j, f, "heartbeat_ms", s.heartbeat_ms, int64_t{1}, longest_wait_ms);
     planner::read_optional_at_least(j, f, "heartbeat_misses", s.heartbeat_misses, int{1});
@@ -359,9 +361,14 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
   // Twice the server's window: its queue never runs dry while answers
   // travel back, and the client's memory stays bounded.
   sys.spawn(serve_client, server, source, out, caf::actor{waiter}, 2 * window, timeout);
-  // Every request is bounded by the server's timeout; this bounds the whole.
-  auto until = std::chrono::steady_clock::now()
-               + timeout * (source.count + 8);
+  // Every request is bounded by the server's timeout; this bounds the whole,
+  // at most a century: a week's timeout times many requests would overflow
+  // the clock's nanoseconds and put the deadline in the past.
+  const int64_t waits = source.count + 8;
+  const int64_t century_ms = int64_t{100} * 365 * 24 * 3600 * 1000;
+  const auto whole = std::chrono::milliseconds(
+    timeout.count() > century_ms / waits ? century_ms : timeout.count() * waits);
+  auto until = std::chrono::steady_clock::now() + whole;
   bool done = false;
   bool stop_sent = false;
   while (!done && std::chrono::steady_clock::now() < until) {
@@ -382,10 +389,7 @@ serve_result run_serve(caf::actor_system& sys, const serve_spec& spec,
                     spdlog::warn("serve: the server did not end within 10 s of its stop");
                   });
   if (!done)
-    throw std::runtime_error("serve: no end within "
-                             + std::to_string(timeout.count()
-                                              * (source.count + 8))
-                             + " ms");
+    throw std::runtime_error("serve: no end within " + std::to_string(whole.count()) + " ms");
   if (!out->error.empty())
     throw std::runtime_error("serve: " + out->error);
   serve_result r;
