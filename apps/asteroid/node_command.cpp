@@ -174,7 +174,7 @@ void add_cluster_command(CLI::App& app) {
     auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     if (n > 0)
       o->exe.assign(buf, static_cast<size_t>(n));
-    if (*base_port + o->nodes - 1 > 65535)
+    if (o->nodes > 65535 || *base_port + o->nodes - 1 > 65535)
       throw CLI::ValidationError("--base-port", std::to_string(*base_port) + " + "
                                                   + std::to_string(o->nodes)
                                                   + " nodes runs past port 65535");

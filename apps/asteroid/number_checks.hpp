@@ -2,8 +2,9 @@
 // Checks of numeric command-line values. CLI11 2.1's PositiveNumber,
 // NonNegativeNumber and Range compare the parsed value with their bounds,
 // and every comparison with NaN is false: `--lr nan` and `--momentum nan`
-// passed them, and so did infinities. These refuse anything that is not a
-// finite number inside the bounds, naming the bounds.
+// passed them. These refuse anything that is not a finite number inside the
+// bounds (infinities too, which CLI11's own checks already refused), naming
+// the bounds.
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -14,8 +15,8 @@
 
 namespace asteroid::apps {
 
-/// A finite number x with lo <= x <= hi, or lo <= x < hi where `hi_open`,
-/// or lo < x where `lo_open` (and hi infinite).
+/// A finite number x in [lo, hi]; the bound is open on the side `lo_open`
+/// or `hi_open` names. `hi` = the largest double reads as no upper bound.
 inline CLI::Validator finite_number(double lo, double hi, bool lo_open = false,
                                     bool hi_open = false) {
   std::ostringstream bounds;

@@ -87,7 +87,8 @@ void print_inference_comparison(const planner::model_profile& profile,
 
 // Every planner side by side: what a user asks first when choosing a layout.
 void print_comparison(const planner::model_profile& profile,
-                      const planner::cluster& c, int64_t batch) {
+                      const planner::cluster& c, int64_t batch,
+                      const planner::asteroid_options& search) {
   std::printf("%-16s %14s %10s\n", "planner", "samples/s", "stages");
   double asteroid_rate = 0;
   std::vector<std::pair<std::string, double>> rows;
@@ -97,7 +98,9 @@ void print_comparison(const planner::model_profile& profile,
       continue;
     }
     try {
-      auto p = planner::make_planner(name)->make_plan(profile, c, batch);
+      auto chosen = name == "asteroid" ? std::make_unique<planner::asteroid_planner>(search)
+                                       : planner::make_planner(name);
+      auto p = chosen->make_plan(profile, c, batch);
       std::printf("%-16s %14.2f %10d\n", name.c_str(),
                   p.predicted_samples_per_s, p.num_stages());
       if (name == "asteroid")
@@ -199,7 +202,7 @@ void add_plan_command(CLI::App& app) {
       return;
     }
     if (a->compare) {
-      print_comparison(profile, c, a->batch_size);
+      print_comparison(profile, c, a->batch_size, a->search);
       return;
     }
     auto chosen = a->planner == "asteroid"

@@ -28,6 +28,7 @@ void add_train_command(CLI::App& app) {
                   "Model from the zoo (see `asteroid models`)")
     ->capture_default_str();
   cmd->add_option("--width-mult", *width, "Channel width multiplier of CNNs")
+    ->check(finite_number(0, 16, true)) // as a job's model_options
     ->capture_default_str();
   cmd->add_option("--dataset,-d", o->dataset,
                   "fashion-mnist, cifar10, synthetic-images or "
