@@ -54,7 +54,7 @@ struct replica_ref {
   replica_actor handle;
   /// Where the step driver's inputs (stage 0) or labels (last stage) for
   /// this replica go, chosen when it is deployed: CAF, since the
-  /// supervisor's process has no data plane.
+  /// supervisor's process has no data plane. Null for the stages between.
   channel_ptr feed;
 };
 

@@ -395,7 +395,8 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       auto handle = caf::actor_cast<replica_actor>(replicas[r]);
       self_->monitor(handle);
       stages_[s][r].handle = handle;
-      stages_[s][r].feed = make_caf_channel(replicas[r]);
+      if (s == 0 || s == static_cast<int>(stages_.size()) - 1) // inputs, labels
+        stages_[s][r].feed = make_caf_channel(replicas[r]);
     }
     auto report = json::parse(reply.get_as<std::string>(2));
     for (auto& k : report["kept"])

@@ -285,8 +285,8 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
     actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", int64_t{1} << 50}}), "j.json"),
     Catch::Contains("fault_tolerance.heartbeat_ms: must be in [1, 604800000]"));
   CHECK_THROWS_WITH(
-    actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", 1000000}, {"heartbeat_misses", 1000}}),
-                      "j.json"),
+    actors::parse_job(
+      with("fault_tolerance", {{"heartbeat_ms", 1000000}, {"heartbeat_misses", 1000}}), "j.json"),
     Catch::Contains("fault_tolerance.heartbeat_misses: must be >= 1, and heartbeat_ms x "
                     "heartbeat_misses at most 604800000 ms"));
   CHECK_THROWS_WITH(
