@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 namespace asteroid::apps {
 
@@ -85,6 +86,14 @@ void print_inference_comparison(const planner::model_profile& profile,
   }
 }
 
+/// Planner `name`; the asteroid planner with the command's search limits.
+std::unique_ptr<planner::planner_base> make_training_planner(
+  const std::string& name, const planner::asteroid_options& search) {
+  if (name == "asteroid")
+    return std::make_unique<planner::asteroid_planner>(search);
+  return planner::make_planner(name);
+}
+
 // Every planner side by side: what a user asks first when choosing a layout.
 void print_comparison(const planner::model_profile& profile,
                       const planner::cluster& c, int64_t batch,
@@ -98,9 +107,7 @@ void print_comparison(const planner::model_profile& profile,
       continue;
     }
     try {
-      auto chosen = name == "asteroid" ? std::make_unique<planner::asteroid_planner>(search)
-                                       : planner::make_planner(name);
-      auto p = chosen->make_plan(profile, c, batch);
+      auto p = make_training_planner(name, search)->make_plan(profile, c, batch);
       std::printf("%-16s %14.2f %10d\n", name.c_str(),
                   p.predicted_samples_per_s, p.num_stages());
       if (name == "asteroid")
@@ -205,10 +212,7 @@ void add_plan_command(CLI::App& app) {
       print_comparison(profile, c, a->batch_size, a->search);
       return;
     }
-    auto chosen = a->planner == "asteroid"
-                    ? std::make_unique<planner::asteroid_planner>(a->search)
-                    : planner::make_planner(a->planner);
-    auto p = chosen->make_plan(profile, c, a->batch_size);
+    auto p = make_training_planner(a->planner, a->search)->make_plan(profile, c, a->batch_size);
     if (a->json_out == "-") {
       nlohmann::json j = p;
       std::cout << j.dump(2) << '\n';
