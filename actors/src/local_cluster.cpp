@@ -3,6 +3,7 @@
 #include "asteroid/actors/node.hpp"
 
 #include "asteroid/actors/credentials.hpp"
+#include "asteroid/actors/exit_cleanup.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -15,8 +16,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +39,16 @@ T pick(const std::vector<T>& v, int i, T fallback) {
   if (v.empty())
     return fallback;
   return v.size() == 1 ? v[0] : v.at(static_cast<size_t>(i));
+}
+
+/// A fresh folder `NAME-XXXXXX` (mode 0700) in $TMPDIR, or /tmp without it.
+std::string make_temp_folder(const std::string& name) {
+  const char* root = std::getenv("TMPDIR");
+  std::string path = (root != nullptr && *root != '\0') ? root : "/tmp";
+  path += "/" + name + "-XXXXXX";
+  if (::mkdtemp(path.data()) == nullptr)
+    return {};
+  return path;
 }
 
 } // namespace
@@ -77,19 +91,27 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
     throw std::invalid_argument("cluster: --threads must be >= 1, got "
                                 + std::to_string(opts_.threads));
   if (opts_.log_dir.empty()) {
-    char tmpl[] = "/tmp/asteroid-cluster-XXXXXX";
-    if (!mkdtemp(tmpl))
-      throw std::runtime_error("cluster: cannot create a log folder");
-    opts_.log_dir = tmpl;
+    opts_.log_dir = make_temp_folder("asteroid-cluster");
+    if (opts_.log_dir.empty())
+      throw std::runtime_error(std::string("cluster: cannot create a log folder: ")
+                               + std::strerror(errno));
     owns_log_dir_ = true;
+    if (!opts_.keep_logs) {
+      log_tickets_.push_back(remember_path_for_exit(opts_.log_dir));
+      for (int i = 0; i < opts_.nodes; ++i)
+        log_tickets_.push_back(remember_path_for_exit(log_path(i)));
+    }
   } else {
     ::mkdir(opts_.log_dir.c_str(), 0755);
   }
   if (opts_.tls) {
-    char tmpl[] = "/tmp/asteroid-keys-XXXXXX"; // mkdtemp: readable by us only
-    if (!mkdtemp(tmpl))
-      throw std::runtime_error("cluster: cannot create a folder for credentials");
-    keys_dir_ = tmpl;
+    keys_dir_ = make_temp_folder("asteroid-keys"); // mkdtemp: readable by us only
+    if (keys_dir_.empty()) {
+      remove_own_logs();
+      throw std::runtime_error(std::string("cluster: cannot create a folder for "
+                                           "credentials: ")
+                               + std::strerror(errno));
+    }
     std::vector<std::string> members{"job"};
     for (int i = 0; i < opts_.nodes; ++i)
       members.push_back("node" + std::to_string(i));
@@ -99,6 +121,10 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
       // key, a folder left behind by a second Ctrl-C or a SIGKILL lets no one
       // make members of it.
       std::filesystem::remove(std::filesystem::path(keys_dir_) / "ca.key");
+      // Pre-order (a folder before what it holds), as exit_cleanup wants.
+      keys_tickets_.push_back(remember_path_for_exit(keys_dir_));
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(keys_dir_))
+        keys_tickets_.push_back(remember_path_for_exit(entry.path().string()));
     } catch (...) {
       stop();
       remove_own_logs();
@@ -221,9 +247,22 @@ void local_cluster::stop() {
     std::filesystem::remove_all(keys_dir_, ignored);
     keys_dir_.clear();
   }
+  forget_paths(keys_tickets_);
+}
+
+void local_cluster::keep_logs() {
+  opts_.keep_logs = true;
+  forget_paths(log_tickets_);
+}
+
+void local_cluster::forget_paths(std::vector<int>& tickets) {
+  for (int ticket : tickets)
+    forget_path(ticket);
+  tickets.clear();
 }
 
 void local_cluster::remove_own_logs() {
+  forget_paths(log_tickets_);
   if (!owns_log_dir_)
     return;
   if (opts_.keep_logs || std::uncaught_exceptions() > uncaught_at_start_) {

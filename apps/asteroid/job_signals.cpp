@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 
+#include "asteroid/actors/exit_cleanup.hpp"
 #include "asteroid/actors/serve.hpp"
 
 #include <atomic>
@@ -19,11 +20,16 @@ std::atomic<int> first_signal{0};
 std::atomic<const char*> stop_note{""};
 
 extern "C" void on_job_signal(int sig) {
-  // Only async-signal-safe calls here: a lock-free atomic, write, _exit.
+  // Only async-signal-safe calls here: a lock-free atomic, write, unlink,
+  // rmdir, _exit.
   int none = 0;
-  if (!first_signal.compare_exchange_strong(none, sig))
-    ::_exit(128 + sig); // the second: at once (nodes of `asteroid cluster`
-                        // die with this process, a parent-death signal)
+  if (!first_signal.compare_exchange_strong(none, sig)) {
+    // The second: at once. Nodes of `asteroid cluster` die with this
+    // process (a parent-death signal); its throw-away credentials and log
+    // folder go here, since no destructor runs after _exit.
+    actors::remove_registered_paths();
+    ::_exit(128 + sig);
+  }
   const char* note = stop_note.load();
   size_t length = 0;
   while (note[length] != '\0')

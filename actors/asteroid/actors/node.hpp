@@ -95,11 +95,11 @@ public:
     /// --link-rate`); 0 or none: unpaced. One slow node among fast ones
     /// emulates a device on a slower network.
     std::vector<double> link_rates_mbps;
-    /// Throw-away credentials of a new cluster (a fresh /tmp folder,
-    /// removed with the cluster): the nodes accept only TLS with them, and
+    /// Throw-away credentials of a new cluster (a fresh folder in $TMPDIR,
+    /// or /tmp, removed with the cluster): the nodes accept only TLS with them, and
     /// the program that drives them connects with `credentials_folder()`.
     bool tls = false;
-    std::string log_dir;             ///< empty: a fresh /tmp folder
+    std::string log_dir;             ///< empty: a fresh folder in $TMPDIR or /tmp
     bool keep_logs = false;          ///< keep that fresh folder at exit
     std::chrono::milliseconds start_timeout{20000};
   };
@@ -119,7 +119,7 @@ public:
   std::string credentials_folder() const;
   /// Keeps a log folder the cluster made itself: its owner saw something
   /// fail that the nodes' logs may explain.
-  void keep_logs() { opts_.keep_logs = true; }
+  void keep_logs();
   /// Stops every node still running and removes the throw-away
   /// credentials; idempotent.
   void stop();
@@ -127,9 +127,13 @@ public:
 private:
   void stop_nodes();
   void remove_own_logs();
+  static void forget_paths(std::vector<int>& tickets);
 
   options opts_;
   std::string keys_dir_; ///< the throw-away credentials; empty: none
+  /// What a quit from a signal handler removes (exit_cleanup.hpp): the
+  /// throw-away credentials, and a log folder of our own with its logs.
+  std::vector<int> keys_tickets_, log_tickets_;
   bool owns_log_dir_ = false;
   /// Exceptions in flight at construction: more at destruction means the
   /// cluster is being unwound by a failure.
