@@ -23,6 +23,7 @@ void add_job_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_keys_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_checkpoint_command(CLI::App& app);
 /// `--credentials DIR` of a program that connects to or is a node: the
 /// member folder `asteroid keys` wrote (stored in `dir`).
 CLI::Option* add_credentials_option(CLI::App* cmd, std::string& dir);

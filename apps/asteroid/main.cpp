@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   asteroid::apps::add_job_command(app);
   asteroid::apps::add_keys_command(app);
   asteroid::apps::add_serve_command(app);
+  asteroid::apps::add_checkpoint_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

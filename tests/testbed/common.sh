@@ -129,6 +129,14 @@ expect_equal_losses() {
   say "$steps losses equal to the fault-free run's (last: $(tail -n 1 "$tmp/losses"))"
 }
 
+# Fails unless the final checkpoints $tmp/ref.ckpt and $tmp/cut.ckpt hold the same step, weights
+# and optimizer state (every value within 1e-4: `asteroid checkpoint compare`).
+expect_equal_weights() {
+  "$exe" checkpoint compare "$tmp/ref.ckpt" "$tmp/cut.ckpt" >"$tmp/compare.out" 2>&1 \
+    || fail "final state differs from the fault-free run's: $(cat "$tmp/compare.out")"
+  say "final state equal to the fault-free run's: $(tr '\n' ';' <"$tmp/compare.out")"
+}
+
 # tb_start, then waits for `lines` iterations in the metrics file `file`.
 tb_start_job() {
   local file=$1 lines=$2

@@ -2,7 +2,8 @@
 # (f) A node's link is cut in the middle of a job (`cut` fault: the testbed's host-side veth goes
 # down; no connection closes, the node just falls silent). The supervisor detects it by missed
 # heartbeats within interval x misses + 1 s, replays the interrupted step without it, and every
-# step's loss equals that of a fault-free run of the same job on the same testbed. The link is
+# step's loss and the final weights and optimizer state (the jobs' checkpoints, max |difference|
+# 1e-4) equal those of a fault-free run of the same job on the same testbed. The link is
 # healed later (`heal` fault) without error; whether the node answers heartbeats again before
 # the job ends depends on its TCP retransmission timer, so that is printed, not required. Then
 # nothing remains.
@@ -10,12 +11,12 @@ source "$(dirname "$0")/common.sh"
 tb_require_netns
 
 hb_ms=200 misses=3
-jq --arg m "$tmp/ref.jsonl" --argjson hb $hb_ms --argjson n $misses \
+jq --arg m "$tmp/ref.jsonl" --argjson hb $hb_ms --argjson n $misses --arg c "$tmp/ref.ckpt" \
   '.max_steps = 40 | .epochs = 10 | .metrics = $m
-   | .fault_tolerance = {"heartbeat_ms": $hb, "heartbeat_misses": $n}' \
+   | .fault_tolerance = {"heartbeat_ms": $hb, "heartbeat_misses": $n, "checkpoint": $c}' \
   "$here/job-mlp.json" >"$tmp/ref.json"
-jq --arg m "$tmp/cut.jsonl" \
-  '.metrics = $m
+jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
+  '.metrics = $m | .fault_tolerance.checkpoint = $c
    | .faults = [{"step": 6, "delay_ms": 20, "node": 1, "action": "cut"},
                 {"step": 12, "node": 1, "action": "heal"}]' "$tmp/ref.json" >"$tmp/cut.json"
 # Both jobs on one testbed: the reference first, then the cut (ASTEROID_NODES: the endpoints).
@@ -47,5 +48,6 @@ grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2
 
 # Synchronous replay: the cut is invisible to the math.
 expect_equal_losses 40
+expect_equal_weights
 assert_clean "$tb_pid"
 say "PASS"
