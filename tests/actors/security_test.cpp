@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -597,4 +598,104 @@ TEST_CASE("a program without the cluster's credentials cannot run a job on "
   CHECK_THAT(error_of([&] { actors::run_job(job); }),
              Catch::Contains("cannot connect to node 127.0.0.1:27569")
                && Catch::Contains("give this program the cluster's credentials"));
+}
+
+TEST_CASE("a node process on plain TCP: 2 GiB header claims and echo frames that "
+          "name another address cost it neither threads nor memory; it keeps "
+          "answering heartbeats, connects nowhere, and serves normally after") {
+  // Plain TCP (a loopback cluster without credentials): what a member of the
+  // job, or anyone on an --insecure deployment, can send a node's data plane.
+  actors::local_cluster cluster{test::cluster_options(2, 27563)};
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  auto devices = actors::connect_all(sys, cluster.endpoints(), 5s);
+  caf::scoped_actor self{sys};
+  std::string caps;
+  self->request(devices[0], 5s, actors::caps_atom::value)
+    .receive([&](std::string& s) { caps = std::move(s); },
+             [&](caf::error& e) { FAIL(sys.render(e)); });
+  auto data_port = static_cast<uint16_t>(
+    nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+  REQUIRE(data_port > 0);
+  const int pid = cluster.pids()[0];
+
+  // A listener at the address the echoes name: nobody may connect to it.
+  int lure = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(lure, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(lure, 8) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(lure, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string lure_at = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  const auto threads_before = status_field(pid, "Threads");
+  const auto kib_before = resident_kib(pid);
+  // 48 claims and 16 echoes: as many connections as a node holds (64).
+  std::vector<int> claims, echoes;
+  for (int i = 0; i < 48; ++i) {
+    // A header claiming 2 GiB, then 10 bytes of it. An idle node's
+    // snapshot store takes up to its memory budget (4 GiB), so the claim
+    // stands and the node holds what arrived (and one small first piece).
+    serialization::frame_header h;
+    h.kind = tensor_kind::activation;
+    h.destination = 1;
+    h.payload_size = (uint64_t{1} << 31) - 1;
+    auto raw = serialization::encode_frame_header(h);
+    auto bytes = std::string(raw.begin(), raw.end()) + std::string(10, 'p');
+    if (int fd = test::connect_loopback(data_port); fd >= 0) {
+      CHECK(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL)
+            == static_cast<ssize_t>(bytes.size()));
+      claims.push_back(fd);
+    }
+    if (i >= 16)
+      continue;
+    // A probe echo whose key names the lure.
+    tensor_message echo;
+    echo.kind = tensor_kind::echo;
+    echo.step = 7;
+    echo.key = lure_at;
+    echo.payload = std::string(1000 + i, 'e');
+    auto eh = serialization::frame_header_of(echo, 0);
+    eh.link = 1000 + static_cast<uint64_t>(i);
+    eh.sequence = 1;
+    auto eraw = serialization::encode_frame_header(eh);
+    auto frame = std::string(eraw.begin(), eraw.end()) + echo.key + echo.payload;
+    if (int fd = test::connect_loopback(data_port); fd >= 0) {
+      CHECK(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL)
+            == static_cast<ssize_t>(frame.size()));
+      echoes.push_back(fd);
+    }
+  }
+  CHECK(claims.size() == 48);
+  CHECK(echoes.size() == 16);
+  auto rtt_ms = heartbeat_round_trips(self, devices[0], 30, 20ms);
+  const auto threads_during = status_field(pid, "Threads");
+  const auto kib_during = resident_kib(pid);
+  // Each echo is answered on its own connection (bytes come back there).
+  int answered = 0;
+  for (int fd : echoes) {
+    pollfd pf{fd, POLLIN, 0};
+    answered += ::poll(&pf, 1, 2000) == 1;
+  }
+  pollfd lured{lure, POLLIN, 0};
+  const bool nobody_connected = ::poll(&lured, 1, 300) == 0;
+  for (int fd : claims)
+    ::close(fd);
+  for (int fd : echoes)
+    ::close(fd);
+  ::close(lure);
+  INFO("heartbeat round trips: median " << rtt_ms[rtt_ms.size() / 2] << " ms, max "
+       << rtt_ms.back() << " ms; threads " << threads_before << " -> " << threads_during
+       << "; resident " << kib_before << " -> " << kib_during << " KiB; " << answered
+       << " of 16 echoes answered");
+  CHECK(rtt_ms[rtt_ms.size() / 2] < 100);
+  CHECK(threads_during - threads_before < 8);
+  CHECK(kib_during - kib_before < 64 * 1024);
+  CHECK(answered == 16);
+  CHECK(nobody_connected);
+  // And serves normally once they are gone.
+  CHECK(probes_both_ways(sys, devices, cluster.endpoints()));
 }

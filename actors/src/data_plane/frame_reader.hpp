@@ -5,9 +5,10 @@
 // space is reserved up front (up to `reserved_at_most`) but whose pages are
 // written, and so committed, only as pieces arrive: the memory a frame
 // holds follows the bytes that actually arrived, never a header's word (a
-// peer that claims 2 GiB and sends 10 bytes costs 1 MiB, not 2 GiB), and a
-// frame of realistic size is read into place without being copied as it
-// grows.
+// peer that claims 2 GiB and sends 10 bytes costs 64 KiB, not 2 GiB: the
+// first piece is small and each one at most as large as what arrived
+// before it), and a frame of realistic size is read into place without
+// being copied as it grows.
 #include "link_stream.hpp"
 
 #include "asteroid/serialization/frame.hpp"
@@ -42,6 +43,11 @@ public:
   /// The most a payload grows by at once beyond what already arrived, and
   /// the most one read takes.
   static constexpr size_t piece = size_t{1} << 20;
+  /// The first piece of a payload; each next one is as large as what
+  /// arrived already (up to `piece`). The buffer is zero-filled, and so
+  /// committed, a piece ahead of the bytes: 64 claims of 2 GiB that send
+  /// nothing more hold 4 MiB, not the 64 MiB of 1 MiB pieces.
+  static constexpr size_t first_piece = size_t{64} << 10;
   /// Address space reserved for a payload before its bytes arrive; a larger
   /// one is moved as it grows (doubling), as before.
   static constexpr size_t reserved_at_most = size_t{64} << 20;
@@ -102,8 +108,9 @@ private:
     if (have_ == header_.payload_size)
       return complete();
     if (have_ == payload_.size())
-      grow(payload_, static_cast<size_t>(
-                       std::min<uint64_t>(header_.payload_size, have_ + piece)));
+      grow(payload_, static_cast<size_t>(std::min<uint64_t>(
+                       header_.payload_size,
+                       have_ + std::clamp(have_, first_piece, piece))));
     // One piece per read: the owner hears of progress at least every
     // `piece` bytes (its watchdog).
     auto n = payload_.size() - have_;
