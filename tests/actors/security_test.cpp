@@ -9,6 +9,7 @@
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/serialization/tensor_wire.hpp"
 
 #include "raw_socket.hpp"
 
@@ -698,4 +699,48 @@ TEST_CASE("a node process on plain TCP: 2 GiB header claims and echo frames that
   CHECK(nobody_connected);
   // And serves normally once they are gone.
   CHECK(probes_both_ways(sys, devices, cluster.endpoints()));
+}
+
+TEST_CASE("with credentials too, a second job against a node busy with a job is "
+          "refused naming the node, and the first job's snapshots stay") {
+  actors::local_cluster cluster{tls_cluster(1, 27562)};
+  caf::actor_system_config cfg;
+  actors::configure(cfg, with_credentials(cluster.credentials_folder()));
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto node = actors::connect_device(sys, "127.0.0.1", 27562, 5s);
+  // The first job (a member of the cluster) claims the node and stores a
+  // snapshot there.
+  std::string claimed = "no reply";
+  self->request(node, 5s, actors::claim_atom::value, int64_t{111}, int64_t{10})
+    .receive([&](std::string& e, int64_t) { claimed = e; },
+             [&](caf::error& e) { claimed = sys.render(e); });
+  REQUIRE(claimed.empty());
+  tensor_message m;
+  m.kind = tensor_kind::snapshot;
+  m.job = 111;
+  m.key = "L0-2";
+  m.step = 0;
+  m.payload = serialization::encode_tensors({{"w", torch::ones({4})}});
+  self->send(node, actors::tensor_atom::value, std::move(m));
+  auto inventory = [&] {
+    std::string out = "no reply";
+    self->request(node, 5s, actors::inventory_atom::value, int32_t{0})
+      .receive([&](actors::inventory_atom, int32_t, std::string& text) { out = text; },
+               [&](caf::error& e) { out = "error: " + sys.render(e); });
+    return out;
+  };
+  REQUIRE(inventory() == R"({"L0-2":[0]})");
+
+  // A second job with the same valid credentials.
+  auto job = test::base_job("mlp", test::make_plan(8, 1, {{0, 3, {0}, {8}}}));
+  job.nodes = cluster.endpoints();
+  job.credentials = cluster.credentials_folder();
+  job.dataset = "synthetic-images";
+  job.synthetic_count = 64;
+  job.max_steps = 2;
+  CHECK_THAT(error_of([&] { actors::run_job(job); }),
+             Catch::Contains("node 127.0.0.1:27562 cannot serve this job: node0 refused job")
+               && Catch::Contains("busy with another job (job 111)"));
+  CHECK(inventory() == R"({"L0-2":[0]})");
 }
