@@ -66,15 +66,21 @@ struct difference {
 
 difference compare_tensors(const ser::named_tensors& a, const ser::named_tensors& b) {
   difference d;
-  std::map<std::string, const torch::Tensor*> by_name;
+  // By name: a job's checkpoint repeats each stage's optimizer settings
+  // (h/lr once per stage), so the same state merged into fewer stages holds
+  // fewer entries.
+  std::map<std::string, const torch::Tensor*> in_a, in_b;
+  for (const auto& [name, t] : a)
+    in_a[name] = &t;
   for (const auto& [name, t] : b)
-    by_name[name] = &t;
-  if (a.size() != b.size())
-    d.mismatch = std::to_string(a.size()) + " against " + std::to_string(b.size())
-                 + " tensors";
-  for (const auto& [name, t] : a) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
+    in_b[name] = &t;
+  for (const auto& [name, t] : in_b)
+    if (!in_a.count(name) && d.mismatch.empty())
+      d.mismatch = "'" + name + "' only in the second";
+  for (const auto& [name, tp] : in_a) {
+    const auto& t = *tp;
+    auto it = in_b.find(name);
+    if (it == in_b.end()) {
       if (d.mismatch.empty())
         d.mismatch = "'" + name + "' only in the first";
       continue;
