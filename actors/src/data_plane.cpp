@@ -12,10 +12,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -89,6 +94,18 @@ out_frame frame_of(serialization::tensor_message m, caf::actor_id destination) {
 class inbound;
 class outbound;
 
+/// TCP_USER_TIMEOUT: data the peer's TCP leaves unacknowledged this long
+/// breaks the connection (options::silence_timeout says why).
+void limit_silence(tcp::socket& socket, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0)
+    return;
+  const auto ms = static_cast<unsigned int>(
+    std::min<int64_t>(timeout.count(), std::numeric_limits<int>::max()));
+  // Best effort: without it a silent path is found by the heartbeats only.
+  [[maybe_unused]] int rc = ::setsockopt(socket.native_handle(), IPPROTO_TCP,
+                                         TCP_USER_TIMEOUT, &ms, sizeof ms);
+}
+
 struct data_plane_core {
   explicit data_plane_core(data_plane::options o) : opts(std::move(o)) {}
 
@@ -135,7 +152,8 @@ struct data_plane_core {
     uint64_t max_payload = 0;
   };
 
-  mutable std::mutex mu; ///< guards sinks, outgoing, incoming, links, stats
+  mutable std::mutex mu; ///< guards sinks, outgoing, incoming, links, stats, unreachable
+  data_plane::unreachable_handler unreachable;
   std::map<caf::actor_id, sink> sinks;
   std::map<std::string, std::shared_ptr<outbound>> outgoing;
   std::list<std::weak_ptr<inbound>> incoming;
@@ -145,6 +163,15 @@ struct data_plane_core {
   std::mutex rng_mu; ///< its own: outbound links are made under `mu`
   std::mt19937_64 rng{std::random_device{}()};
 
+  void tell_unreachable(const std::string& endpoint, const std::string& why) {
+    data_plane::unreachable_handler f;
+    {
+      std::lock_guard<std::mutex> guard{mu};
+      f = unreachable;
+    }
+    if (f)
+      f(endpoint, why);
+  }
   template <class F>
   void count(F f) {
     std::lock_guard<std::mutex> guard{mu};
@@ -185,6 +212,7 @@ public:
                                       + std::to_string(from.port());
     asio::ip::tcp::no_delay nodelay{true};
     socket.set_option(nodelay, ec);
+    limit_silence(socket, plane.opts.silence_timeout);
     link_ = std::make_shared<link_stream>(std::move(socket), plane.tls_context());
   }
 
@@ -606,6 +634,10 @@ private:
       spdlog::warn("data plane: connection to {} broke: {} ({} frames to write again)",
                    endpoint_, why, unacked_.size());
     reported_ = true;
+    // The heal timeout counts from here, not from the first failed attempt
+    // to connect again (which a silent peer makes wait connect_timeout).
+    if (!down_since_)
+      down_since_ = steady::now();
     if (!progress_)
       // Nothing was acknowledged on it: the peer may be refusing these
       // frames (another job's, after it moved on), so this counts as a
@@ -670,6 +702,7 @@ private:
       return connect_failed(link, ec);
     asio::error_code ignored;
     link->socket().set_option(tcp::no_delay{true}, ignored);
+    limit_silence(link->socket(), plane_.opts.silence_timeout);
     if (!link->tls())
       return connected(link);
     link->async_handshake(false, [self = shared_from_this(), link](const asio::error_code& ec) {
@@ -750,10 +783,13 @@ private:
     }
     has_space_.notify_all();
     plane_.count([&](auto& c) { c.dropped_out += static_cast<int64_t>(dropped); });
-    if (!gave_up_)
+    if (!gave_up_) {
       spdlog::warn("data plane: cannot reach {}: {} ({} frames dropped; frames to "
                    "it are dropped until it answers)",
                    endpoint_, why, dropped);
+      if (dropped > 0)
+        plane_.tell_unreachable(endpoint_, why);
+    }
     gave_up_ = true;
     reported_ = true;
     down_since_.reset();
@@ -1154,6 +1190,11 @@ void data_plane::reset_connections() {
 }
 
 int64_t data_plane::job() const { return core_->job; }
+
+void data_plane::on_unreachable(unreachable_handler f) {
+  std::lock_guard<std::mutex> guard{core_->mu};
+  core_->unreachable = std::move(f);
+}
 
 void data_plane::add_sink(const caf::actor& a, uint64_t max_payload) {
   if (!a)

@@ -105,10 +105,29 @@ void free_node(device_self self, const std::string& why) {
   if (!self->state.dp)
     return;
   self->state.dp->serve_job(0);
+  self->state.dp->on_unreachable(nullptr);
   // What the links went through, for whoever reads the node's log after a
   // job (counted since the node started).
   spdlog::info("{}: data plane so far: {}", self->state.opts.name,
                to_string(self->state.dp->stats()));
+}
+
+/// A peer this node's data plane gave up on is reported to the job that
+/// holds the node (`ast_unreach`, endpoint, why), which treats the device
+/// behind it as lost: a path between two nodes that fails for good while
+/// both still answer heartbeats would otherwise stall the job until its
+/// step timeout. Sent as the device (the supervisor knows who reports),
+/// holding neither actor: the data plane outlives neither.
+void tell_claimant_of_unreachable_peers(device_self self) {
+  caf::actor_addr me = self->address();
+  caf::actor_addr claimant = self->state.claim.claimant();
+  self->state.dp->on_unreachable([me, claimant](const std::string& endpoint,
+                                                const std::string& why) {
+    auto from = caf::actor_cast<caf::actor>(me);
+    auto to = caf::actor_cast<caf::actor>(claimant);
+    if (from && to)
+      caf::send_as(from, to, unreachable_atom::value, endpoint, why);
+  });
 }
 
 /// Throws unless the node serves job `job` (the one a spec names).
@@ -371,8 +390,10 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       }
       if (st.claim.claimant() != before) {
         self->monitor(self->current_sender());
-        if (st.dp)
+        if (st.dp) {
           st.dp->serve_job(job);
+          tell_claimant_of_unreachable_peers(self);
+        }
         detail::restart_peak_measurement();
         kernels::reset_device_memory_peak(torch::Device(st.opts.compute_device));
         spdlog::info("{}: serving job {}", name, job);

@@ -211,6 +211,14 @@ private:
   /// The device whose connection or replica `dm` reports gone, with why
   /// (-1: neither); a closed connection also goes to closed_.
   std::pair<int, std::string> device_down(const caf::down_msg& dm);
+  /// The device a report that a node's data plane gave up on `endpoint`
+  /// (`ast_unreach`) loses, with why; -1 when none: the reporter or the
+  /// peer is not a live member. The peer, unless the reporter's own
+  /// reports lost a device before: a node that can reach no one is the one
+  /// whose network failed.
+  std::pair<int, std::string> unreachable_peer(const caf::strong_actor_ptr& reporter,
+                                               const std::string& endpoint,
+                                               const std::string& why);
   /// Sends `xs` to `to` (device `d`'s actor or a replica on it) and returns
   /// its reply (the first message from `to` made of `Reply` types). Throws
   /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
@@ -370,6 +378,8 @@ private:
   heartbeat_monitor heartbeats_;
   std::vector<json> caps_;
   std::set<int> dead_;
+  /// Devices whose reports of an unreachable peer lost that peer.
+  std::set<int> reported_unreachable_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
   /// Devices the program removed (remove_requested): dead for good.
   std::set<int> removed_;

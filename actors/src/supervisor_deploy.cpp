@@ -43,6 +43,26 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
   return {-1, {}};
 }
 
+std::pair<int, std::string> supervisor::unreachable_peer(
+  const caf::strong_actor_ptr& reporter, const std::string& endpoint,
+  const std::string& why) {
+  int from = -1, to = -1;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (reporter && reporter == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
+      from = static_cast<int>(d);
+    if (!endpoint.empty() && data_endpoint(static_cast<int>(d)) == endpoint)
+      to = static_cast<int>(d);
+  }
+  if (from < 0 || to < 0 || from == to || dead_.count(from) || dead_.count(to))
+    return {-1, {}};
+  if (reported_unreachable_.count(from))
+    return {from, name_of(from) + " cannot reach " + name_of(to)
+                    + " over the data plane either (" + why
+                    + "), after losing another peer that way: its own network failed"};
+  reported_unreachable_.insert(from);
+  return {to, name_of(from) + " cannot reach it over the data plane: " + why};
+}
+
 void supervisor::settle_abandoned(int64_t step) {
   auto deadline = clock::now() + milliseconds(job_.connect_timeout_ms)
                   + std::chrono::seconds(30);

@@ -248,6 +248,11 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         faults_fired_.insert(i);
         inject(job_.faults[i]);
       }
+    // This loop wakes by the next ping at the latest: later than a whole
+    // round means this process was held up (a loaded host), and the
+    // answers wait unread in the mailbox; judged now, every device would
+    // look silent at once.
+    heartbeats_.catch_up(now);
     if (heartbeats_.due(now))
       ping_all(now);
     for (int d : heartbeats_.newly_dead(now))
@@ -291,6 +296,11 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         auto [d, why] = device_down(dm);
         if (d >= 0)
           lose(d, why);
+      },
+      [&](unreachable_atom, std::string& endpoint, std::string& why) {
+        auto [d, reason] = unreachable_peer(self_->current_sender(), endpoint, why);
+        if (d >= 0)
+          lose(d, reason);
       },
       // Late answers and messages of replaced replicas: drop, do not let
       // them pile up in the mailbox.

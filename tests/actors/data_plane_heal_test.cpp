@@ -21,6 +21,9 @@
 #include <array>
 #include <atomic>
 #include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -88,6 +91,24 @@ void check_every_step_once_in_order(const std::vector<int64_t>& got, int n) {
 } // namespace
 
 namespace {
+
+/// What a plane said of the peers it gave up on (`on_unreachable`), kept
+/// for the test's thread: (endpoint, why) in order.
+struct unreachable_reports {
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<std::pair<std::string, std::string>>> seen =
+    std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+  actors::data_plane::unreachable_handler handler() const {
+    return [mu = mu, seen = seen](const std::string& endpoint, const std::string& why) {
+      std::lock_guard<std::mutex> lock{*mu};
+      seen->emplace_back(endpoint, why);
+    };
+  }
+  std::vector<std::pair<std::string, std::string>> all() const {
+    std::lock_guard<std::mutex> lock{*mu};
+    return *seen;
+  }
+};
 
 /// A listener on a free loopback port, with an accept queue of `backlog`;
 /// -1 on failure.
@@ -193,16 +214,24 @@ TEST_CASE("data plane: frames to a peer whose process is gone are dropped at "
   m.step = 1;
   REQUIRE(p.a->send(p.b_at(), p.me.id(), m));
   CHECK(receive(p, 1) == std::vector<int64_t>{1});
+  unreachable_reports told;
+  p.a->on_unreachable(told.handler());
+  const auto gone = p.b_at();
   p.b->stop(); // its port now refuses connections
   auto t0 = std::chrono::steady_clock::now();
   for (int s = 2; s < 5; ++s) {
     m.step = s;
-    CHECK(p.a->send(p.b_at(), p.me.id(), m));
+    CHECK(p.a->send(gone, p.me.id(), m));
   }
   for (int i = 0; i < 250 && p.a->stats().dropped_out < 3; ++i)
     std::this_thread::sleep_for(20ms);
   CHECK(p.a->stats().dropped_out == 3);
   CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // Whoever runs the job hears of it (the node's supervisor: a lost device).
+  auto reports = told.all();
+  REQUIRE_FALSE(reports.empty());
+  CHECK(reports.front().first == gone);
+  CHECK_THAT(reports.front().second, Catch::Contains("refused"));
 }
 
 TEST_CASE("data plane: a link out of reach is given up after the heal "
@@ -228,6 +257,8 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   }
   std::this_thread::sleep_for(100ms);
   auto full = "127.0.0.1:" + std::to_string(port);
+  unreachable_reports told;
+  p.a->on_unreachable(told.handler());
   tensor_message m;
   m.kind = tensor_kind::activation;
   auto t0 = std::chrono::steady_clock::now();
@@ -242,6 +273,9 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   CHECK(p.a->stats().dropped_out == 2);
   CHECK(waited >= 1500ms);
   CHECK(waited < 6s);
+  auto reports = told.all();
+  REQUIRE(reports.size() == 1); // once per streak, not per frame
+  CHECK(reports.front().first == full);
 }
 
 

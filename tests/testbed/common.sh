@@ -103,6 +103,13 @@ tb_run() {
 # of cluster file $1 (their "nodes" replaced by the testbed's endpoints, connecting with its
 # credentials); tb_run's status and output as for any command.
 tb_run_jobs() {
+  tb_start_jobs "$@"
+  tb_wait 200
+}
+
+# tb_run_jobs in the background (tb_start): the test acts on the testbed meanwhile, then
+# calls tb_wait.
+tb_start_jobs() {
   local cluster=$1; shift
   cat >"$tmp/run-jobs.sh" <<SCRIPT
 set -euo pipefail
@@ -112,7 +119,7 @@ for j in $*; do
   "$exe" job --config "$tmp/\$j.run.json" --credentials "\$ASTEROID_CREDENTIALS"
 done
 SCRIPT
-  tb_run --cluster "$cluster" -- bash "$tmp/run-jobs.sh"
+  tb_start --cluster "$cluster" -- bash "$tmp/run-jobs.sh"
 }
 
 # Fails unless the metrics files $tmp/ref.jsonl and $tmp/cut.jsonl hold the same $1 steps with

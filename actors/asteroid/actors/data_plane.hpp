@@ -18,8 +18,10 @@
 /// connects again and writes every unacknowledged frame again, in order;
 /// the receiver drops those it had delivered already. A link that cannot
 /// be made again within `heal_timeout` (or whose peer refuses it) drops
-/// what was pending: the device behind it is lost, and the supervisor's
-/// heartbeats see to that (docs/fault_tolerance.md).
+/// what was pending and says so (`on_unreachable`): the device behind it is
+/// lost, and its job's supervisor recovers (docs/fault_tolerance.md). A
+/// connection that falls silent (no acknowledgement from the peer's TCP for
+/// `silence_timeout`) counts as broken.
 ///
 /// Shape (PipeEdge-like, on standalone Asio): one event loop run by a small
 /// fixed pool of threads (`options::io_threads`) serves the listener and
@@ -55,6 +57,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -79,6 +82,14 @@ public:
     /// again (backing off up to 1 s) before it drops what is pending. A peer
     /// that refuses the connection (nothing listens) is given up at once.
     std::chrono::milliseconds heal_timeout{10000};
+    /// How long data written on a connection may stay unacknowledged by
+    /// the peer's TCP (TCP_USER_TIMEOUT) before the connection counts as
+    /// broken. Why: a path that falls silent (a cut, no reset) closes
+    /// nothing, and TCP would retransmit for about 15 minutes; with this the
+    /// link notices, connects again and heals, or gives up after
+    /// `heal_timeout` and says so (`on_unreachable`). A slow link is not
+    /// silent: its acknowledgements keep coming. 0: the kernel's default.
+    std::chrono::milliseconds silence_timeout{5000};
     serialization::frame_limits limits;
     /// Empty: plain TCP. Otherwise every connection is TLS with these.
     credentials tls;
@@ -150,6 +161,14 @@ public:
   bool send(const std::string& endpoint, caf::actor_id destination,
             serialization::tensor_message m);
   counters stats() const;
+  /// Called (on an I/O thread; keep it short) when a link gives up on
+  /// `endpoint`: it could not be reached again within `heal_timeout`, or
+  /// refused the connection, and the frames pending for it were dropped.
+  /// The node's device tells its job's supervisor, which handles it as the
+  /// loss of that device (docs/fault_tolerance.md). Empty: nobody is told.
+  using unreachable_handler =
+    std::function<void(const std::string& endpoint, const std::string& why)>;
+  void on_unreachable(unreachable_handler f);
   /// Breaks every connection at once, as a network fault would (the job's
   /// `reset` fault, tests). Outgoing links heal by themselves: they connect
   /// again and write their unacknowledged frames again.

@@ -63,6 +63,9 @@ using hog_atom = caf::atom_constant<caf::atom("ast_hog")>;
 using serve_atom = caf::atom_constant<caf::atom("ast_serve")>;
 using stats_atom = caf::atom_constant<caf::atom("ast_stats")>;
 using upload_atom = caf::atom_constant<caf::atom("ast_upload")>;
+/// A node's data plane gave up on a peer: (endpoint, why), from the device
+/// to the supervisor that claimed it (data_plane::on_unreachable).
+using unreachable_atom = caf::atom_constant<caf::atom("ast_unrch")>;
 
 /// How `ast_probe` moves its bytes.
 enum probe_path : int32_t {

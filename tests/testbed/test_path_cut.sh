@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# (j) The path between two nodes fails for good in the middle of a job while both still answer
+# the supervisor: node 1's packets to node 2 are dropped from its 6th step on (its HTB class
+# towards node 2 gets a queue of length 0: silent, no reset, TCP acknowledgements from node 1
+# to node 2 lost too), and heartbeats go on. The data plane notices (TCP_USER_TIMEOUT), tries
+# to connect again for its heal timeout, gives up and tells the supervisor, which handles it as
+# the loss of the unreachable device: a recovery, not a job failure at the step timeout. Every
+# step's loss and the final weights equal those of a fault-free run. Then nothing remains.
+source "$(dirname "$0")/common.sh"
+tb_require_netns
+
+# A step timeout of 60 s: a job that waited for it would fail, not recover.
+jq --arg m "$tmp/ref.jsonl" --arg c "$tmp/ref.ckpt" \
+  '.max_steps = 30 | .epochs = 10 | .metrics = $m | .step_timeout_ms = 60000
+   | .fault_tolerance = {"heartbeat_ms": 250, "heartbeat_misses": 4, "checkpoint": $c}' \
+  "$here/job-mlp.json" >"$tmp/ref.json"
+jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
+  '.metrics = $m | .fault_tolerance.checkpoint = $c' "$tmp/ref.json" >"$tmp/cut.json"
+tb_start_jobs "$here/cluster-3dev.json" ref cut
+wait_for_lines "$tmp/cut.jsonl" '"iteration"' 6 200
+# Node 1's class towards node 2 (testbed.sh: 1:<hex 0x100 + 2>) drops every packet.
+tc -n "asteroid-$tb_pid-1" qdisc replace dev "at${tb_pid}n1" parent 1:102 handle 102: \
+  pfifo limit 0 || fail "cannot cut the path from node 1 to node 2"
+say "path from node 1 to node 2 cut"
+tb_wait 200
+expect_status 0 "reference and path-cut jobs"
+(( $(grep -c "job done: 30 steps" "$tmp/testbed.out") == 2 )) \
+  || fail "expected two jobs of 30 steps: $(grep "job done" "$tmp/testbed.out")"
+
+say "fault events of the path-cut job:"
+grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2
+detected=$(grep '"fault":"detected"' "$tmp/cut.jsonl" | head -n 1)
+[[ -n $detected ]] || fail "the path cut was not detected: $(grep '"fault"' "$tmp/cut.jsonl")"
+jq -e '(.node == "slow-1" or .node == "fast-2" or .node == "slow-2")
+       and (.reason | test("cannot reach .* over the data plane"))' <<<"$detected" >/dev/null \
+  || fail "not detected as an unreachable peer of node 1 or 2: $detected"
+grep -q '"fault":"recovered"' "$tmp/cut.jsonl" || fail "no recovery"
+# Within the data plane's silence timeout (5 s) + heal timeout (10 s) + one connect timeout
+# (3 s) + 7 s of slack, counted from the 6th step's end (the cut follows it at once): far
+# below the step timeout (60 s).
+sixth=$(jq -r 'select(.event == "iteration") | .time' "$tmp/cut.jsonl" | sed -n 6p)
+after=$(awk -v a="$sixth" -v b="$(jq -r .time <<<"$detected")" 'BEGIN{printf "%.1f", b - a}')
+say "detected $after s after the 6th step ended"
+awk -v t="$after" 'BEGIN{exit !(t <= 25)}' || fail "detected $after s after the cut, not within 25 s"
+
+expect_equal_losses 30
+expect_equal_weights
+assert_clean "$tb_pid"
+say "PASS"
