@@ -738,7 +738,7 @@ private:
     if (!down_since_)
       down_since_ = now;
     if (now - *down_since_ >= plane_.opts.heal_timeout)
-      return give_up(why);
+      return give_up(why, true);
     if (!reported_)
       spdlog::warn("data plane: cannot reach {}: {} (trying again for up to {} ms)",
                    endpoint_, why, plane_.opts.heal_timeout.count());
@@ -770,8 +770,12 @@ private:
   }
 
   /// The peer cannot be reached: what is pending for it is dropped, said
-  /// once per streak; the next frame tries again.
-  void give_up(const std::string& why) {
+  /// once per streak; the next frame tries again. `out_of_reach`: it stayed
+  /// unreachable for the heal timeout, which `on_unreachable` hears of (a
+  /// peer that refuses the connection is a process gone, which the
+  /// supervisor's heartbeats find; blamed on the path, it would make the
+  /// reporter look like the one whose network failed at the next loss).
+  void give_up(const std::string& why, bool out_of_reach = false) {
     size_t dropped = unacked_.size();
     unacked_.clear();
     next_to_write_ = 0;
@@ -787,7 +791,7 @@ private:
       spdlog::warn("data plane: cannot reach {}: {} ({} frames dropped; frames to "
                    "it are dropped until it answers)",
                    endpoint_, why, dropped);
-      if (dropped > 0)
+      if (dropped > 0 && out_of_reach)
         plane_.tell_unreachable(endpoint_, why);
     }
     gave_up_ = true;

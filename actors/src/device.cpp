@@ -113,11 +113,12 @@ void free_node(device_self self, const std::string& why) {
 }
 
 /// A peer this node's data plane gave up on is reported to the job that
-/// holds the node (`ast_unreach`, endpoint, why), which treats the device
+/// holds the node (`ast_unrch`, endpoint, why), which treats the device
 /// behind it as lost: a path between two nodes that fails for good while
 /// both still answer heartbeats would otherwise stall the job until its
-/// step timeout. Sent as the device (the supervisor knows who reports),
-/// holding neither actor: the data plane outlives neither.
+/// step timeout. Sent as the device (the supervisor knows who reports).
+/// The callback holds both actors weakly: the device holds the data plane,
+/// so a strong handle to it here would keep the device alive.
 void tell_claimant_of_unreachable_peers(device_self self) {
   caf::actor_addr me = self->address();
   caf::actor_addr claimant = self->state.claim.claimant();

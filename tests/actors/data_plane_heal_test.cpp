@@ -227,11 +227,9 @@ TEST_CASE("data plane: frames to a peer whose process is gone are dropped at "
     std::this_thread::sleep_for(20ms);
   CHECK(p.a->stats().dropped_out == 3);
   CHECK(std::chrono::steady_clock::now() - t0 < 5s);
-  // Whoever runs the job hears of it (the node's supervisor: a lost device).
-  auto reports = told.all();
-  REQUIRE_FALSE(reports.empty());
-  CHECK(reports.front().first == gone);
-  CHECK_THAT(reports.front().second, Catch::Contains("refused"));
+  // Nobody is told: a process gone is for the heartbeats to find, not a
+  // path that failed (on_unreachable).
+  CHECK(told.all().empty());
 }
 
 TEST_CASE("data plane: a link out of reach is given up after the heal "
@@ -273,8 +271,10 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   CHECK(p.a->stats().dropped_out == 2);
   CHECK(waited >= 1500ms);
   CHECK(waited < 6s);
+  // Whoever runs the job hears of it (the node's supervisor: a lost
+  // device), once per streak, not per frame.
   auto reports = told.all();
-  REQUIRE(reports.size() == 1); // once per streak, not per frame
+  REQUIRE(reports.size() == 1);
   CHECK(reports.front().first == full);
 }
 

@@ -21,7 +21,7 @@ fs::path fresh_folder(const std::string& name) {
 } // namespace
 
 TEST_CASE("exit cleanup: registered files and folders go, nested folders too, "
-          "whatever order the slots hold them in; withdrawn and foreign ones stay") {
+          "whatever order the slots hold them in, and withdrawn and foreign ones stay") {
   auto root = fresh_folder("exit-cleanup");
   auto ours = root / "ours", nested = ours / "node0";
   fs::create_directories(nested);

@@ -602,7 +602,7 @@ TEST_CASE("a program without the cluster's credentials cannot run a job on "
 }
 
 TEST_CASE("a node process on plain TCP: 2 GiB header claims and echo frames that "
-          "name another address cost it neither threads nor memory; it keeps "
+          "name another address cost it neither threads nor memory, and it keeps "
           "answering heartbeats, connects nowhere, and serves normally after") {
   // Plain TCP (a loopback cluster without credentials): what a member of the
   // job, or anyone on an --insecure deployment, can send a node's data plane.

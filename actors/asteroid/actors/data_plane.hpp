@@ -18,8 +18,9 @@
 /// connects again and writes every unacknowledged frame again, in order;
 /// the receiver drops those it had delivered already. A link that cannot
 /// be made again within `heal_timeout` (or whose peer refuses it) drops
-/// what was pending and says so (`on_unreachable`): the device behind it is
-/// lost, and its job's supervisor recovers (docs/fault_tolerance.md). A
+/// what was pending; the first says so (`on_unreachable`): the device
+/// behind it is lost, and its job's supervisor recovers
+/// (docs/fault_tolerance.md). A
 /// connection that falls silent (no acknowledgement from the peer's TCP for
 /// `silence_timeout`) counts as broken.
 ///
@@ -162,8 +163,10 @@ public:
             serialization::tensor_message m);
   counters stats() const;
   /// Called (on an I/O thread; keep it short) when a link gives up on
-  /// `endpoint`: it could not be reached again within `heal_timeout`, or
-  /// refused the connection, and the frames pending for it were dropped.
+  /// `endpoint`: it could not be reached again within `heal_timeout`, and
+  /// the frames pending for it were dropped. Not for a peer that refuses
+  /// the connection: nothing listens there, its process is gone, and the
+  /// supervisor's heartbeats find that.
   /// The node's device tells its job's supervisor, which handles it as the
   /// loss of that device (docs/fault_tolerance.md). Empty: nobody is told.
   using unreachable_handler =
