@@ -8,6 +8,7 @@
 /// the behaviour.
 #include "job_claim.hpp"
 #include "job_control.hpp"
+#include "path_blame.hpp"
 
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/heartbeat_monitor.hpp"
@@ -212,10 +213,8 @@ private:
   /// (-1: neither); a closed connection also goes to closed_.
   std::pair<int, std::string> device_down(const caf::down_msg& dm);
   /// The device a report that a node's data plane gave up on `endpoint`
-  /// (`ast_unreach`) loses, with why; -1 when none: the reporter or the
-  /// peer is not a live member. The peer, unless the reporter's own
-  /// reports lost a device before: a node that can reach no one is the one
-  /// whose network failed.
+  /// (`ast_unrch`) loses, with why; -1 when none: the reporter or the
+  /// peer is not a live member (path_blame.hpp says which of the two).
   std::pair<int, std::string> unreachable_peer(const caf::strong_actor_ptr& reporter,
                                                const std::string& endpoint,
                                                const std::string& why);
@@ -378,8 +377,8 @@ private:
   heartbeat_monitor heartbeats_;
   std::vector<json> caps_;
   std::set<int> dead_;
-  /// Devices whose reports of an unreachable peer lost that peer.
-  std::set<int> reported_unreachable_;
+  /// Who a report of an unreachable peer loses (path_blame.hpp).
+  path_blame path_blame_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
   /// Devices the program removed (remove_requested): dead for good.
   std::set<int> removed_;

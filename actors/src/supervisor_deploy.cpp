@@ -53,13 +53,13 @@ std::pair<int, std::string> supervisor::unreachable_peer(
     if (!endpoint.empty() && data_endpoint(static_cast<int>(d)) == endpoint)
       to = static_cast<int>(d);
   }
-  if (from < 0 || to < 0 || from == to || dead_.count(from) || dead_.count(to))
+  const int lose = path_blame_.blame(from, to, dead_);
+  if (lose < 0)
     return {-1, {}};
-  if (reported_unreachable_.count(from))
+  if (lose == from)
     return {from, name_of(from) + " cannot reach " + name_of(to)
                     + " over the data plane either (" + why
                     + "), after losing another peer that way: its own network failed"};
-  reported_unreachable_.insert(from);
   return {to, name_of(from) + " cannot reach it over the data plane: " + why};
 }
 

@@ -1,5 +1,7 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
 // heartbeat bookkeeping, the node's snapshot store, stage states.
+#include "path_blame.hpp"
+
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/link_switch.hpp"
@@ -360,4 +362,23 @@ TEST_CASE("set_interface_up names the interface it could not change") {
              Catch::Contains("not an interface name"));
   CHECK_THAT(actors::set_interface_up(std::string(40, 'x'), true),
              Catch::Contains("not an interface name"));
+}
+
+TEST_CASE("path_blame: a report of an unreachable peer loses the peer, unless "
+          "the reporter lost a peer that way before, and counts for nothing "
+          "about or from a device lost already") {
+  actors::detail::path_blame blame;
+  std::set<int> lost;
+  CHECK(blame.blame(1, 1, lost) == -1);  // itself
+  CHECK(blame.blame(-1, 2, lost) == -1); // not a member
+  CHECK(blame.blame(1, 2, lost) == 2);   // the peer
+  lost.insert(2);
+  CHECK(blame.blame(2, 1, lost) == -1);  // the other side's report: out already
+  CHECK(blame.blame(0, 2, lost) == -1);  // about a device lost already
+  // Node 1 now reaches no one else either: its own network failed.
+  CHECK(blame.blame(1, 3, lost) == 1);
+  lost.insert(1);
+  CHECK(blame.blame(1, 0, lost) == -1);
+  // Another reporter's first report still loses its peer.
+  CHECK(blame.blame(0, 3, lost) == 3);
 }
