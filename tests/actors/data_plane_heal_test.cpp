@@ -34,6 +34,7 @@ using serialization::tensor_message;
 
 namespace {
 
+using test::listen_loopback;
 using test::two_planes;
 
 /// The steps of the tensors that arrive at b's sink until `n` did or `wait`
@@ -109,22 +110,6 @@ struct unreachable_reports {
     return *seen;
   }
 };
-
-/// A listener on a free loopback port, with an accept queue of `backlog`;
-/// -1 on failure.
-int listen_loopback(uint16_t& port, int backlog = 4) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::listen(fd, backlog) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return -1;
-  port = ntohs(addr.sin_port);
-  return fd;
-}
 
 /// The next connection within 5 s, reads on it bounded to 5 s; -1 for none.
 int accept_within(int listener) {

@@ -213,20 +213,15 @@ TEST_CASE("data plane: an echo is answered on its own connection, never by "
           "connecting to the address it names") {
   two_planes p;
   // A listener at the address the echo names.
-  int lure = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(lure, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(lure, 8) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(lure, reinterpret_cast<sockaddr*>(&addr), &len);
+  uint16_t lure_port = 0;
+  int lure = test::listen_loopback(lure_port, 8);
+  REQUIRE(lure >= 0);
   p.a->add_sink(p.me);
   for (int i = 0; i < 3; ++i) {
     tensor_message echo;
     echo.kind = tensor_kind::echo;
     echo.step = static_cast<int64_t>(p.me.id());
-    echo.key = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    echo.key = "127.0.0.1:" + std::to_string(lure_port);
     echo.payload = std::string(1000 + i, 'e');
     REQUIRE(p.a->send(p.b_at(), 0, echo));
     CHECK(p.next_step() == 1000 + i);

@@ -12,6 +12,26 @@
 
 namespace asteroid::test {
 
+/// A listener on a free loopback port, with an accept queue of `backlog`;
+/// -1 on failure.
+inline int listen_loopback(uint16_t& port, int backlog = 4) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0)
+    return -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+      || ::listen(fd, backlog) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
 /// A TCP connection to 127.0.0.1:`port` (the caller closes it), or -1.
 inline int connect_loopback(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

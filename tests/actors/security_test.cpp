@@ -371,6 +371,15 @@ bool probes_both_ways(caf::actor_system& sys, const std::vector<actors::device_a
   return measured.bandwidth(0, 1) > 0 && measured.bandwidth(1, 0) > 0;
 }
 
+/// The data-plane port `device` reports (`ast_caps`); 0 when it has none.
+uint16_t data_port_of(caf::scoped_actor& self, const actors::device_actor& device) {
+  std::string caps;
+  self->request(device, 5s, actors::caps_atom::value)
+    .receive([&](std::string& s) { caps = std::move(s); },
+             [&](caf::error& e) { FAIL(self->system().render(e)); });
+  return static_cast<uint16_t>(nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+}
+
 /// `n` connections to 127.0.0.1:`port` that send nothing (those made).
 std::vector<int> silent_connections(uint16_t port, int n) {
   std::vector<int> fds;
@@ -479,12 +488,7 @@ TEST_CASE("a node process out of file descriptors keeps answering "
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, cluster.endpoints(), 5s);
   caf::scoped_actor self{sys};
-  std::string caps;
-  self->request(devices[0], 5s, actors::caps_atom::value)
-    .receive([&](std::string& s) { caps = std::move(s); },
-             [&](caf::error& e) { FAIL(sys.render(e)); });
-  auto data_port = static_cast<uint16_t>(
-    nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+  const auto data_port = data_port_of(self, devices[0]);
   REQUIRE(data_port > 0);
   const int pid = cluster.pids()[0];
 
@@ -612,25 +616,15 @@ TEST_CASE("a node process on plain TCP: 2 GiB header claims and echo frames that
   caf::actor_system sys{cfg};
   auto devices = actors::connect_all(sys, cluster.endpoints(), 5s);
   caf::scoped_actor self{sys};
-  std::string caps;
-  self->request(devices[0], 5s, actors::caps_atom::value)
-    .receive([&](std::string& s) { caps = std::move(s); },
-             [&](caf::error& e) { FAIL(sys.render(e)); });
-  auto data_port = static_cast<uint16_t>(
-    nlohmann::json::parse(caps).value("data_port", int64_t{0}));
+  const auto data_port = data_port_of(self, devices[0]);
   REQUIRE(data_port > 0);
   const int pid = cluster.pids()[0];
 
   // A listener at the address the echoes name: nobody may connect to it.
-  int lure = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(lure, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(lure, 8) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(lure, reinterpret_cast<sockaddr*>(&addr), &len);
-  const std::string lure_at = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  uint16_t lure_port = 0;
+  int lure = test::listen_loopback(lure_port, 8);
+  REQUIRE(lure >= 0);
+  const std::string lure_at = "127.0.0.1:" + std::to_string(lure_port);
 
   const auto threads_before = status_field(pid, "Threads");
   const auto kib_before = resident_kib(pid);
