@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -41,13 +41,16 @@ T pick(const std::vector<T>& v, int i, T fallback) {
   return v.size() == 1 ? v[0] : v.at(static_cast<size_t>(i));
 }
 
-/// A fresh folder `NAME-XXXXXX` (mode 0700) in $TMPDIR, or /tmp without it.
-std::string make_temp_folder(const std::string& name) {
+/// A fresh folder `NAME-XXXXXX` (mode 0700) in $TMPDIR, or /tmp without it;
+/// throws std::runtime_error naming the folder and why, for `what`.
+std::string make_temp_folder(const std::string& name, const std::string& what) {
   const char* root = std::getenv("TMPDIR");
   std::string path = (root != nullptr && *root != '\0') ? root : "/tmp";
   path += "/" + name + "-XXXXXX";
+  const std::string pattern = path; // mkdtemp fills in the X's even when it fails
   if (::mkdtemp(path.data()) == nullptr)
-    return {};
+    throw std::runtime_error("cluster: cannot create " + what + " " + pattern + ": "
+                             + std::strerror(errno));
   return path;
 }
 
@@ -91,10 +94,7 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
     throw std::invalid_argument("cluster: --threads must be >= 1, got "
                                 + std::to_string(opts_.threads));
   if (opts_.log_dir.empty()) {
-    opts_.log_dir = make_temp_folder("asteroid-cluster");
-    if (opts_.log_dir.empty())
-      throw std::runtime_error(std::string("cluster: cannot create a log folder: ")
-                               + std::strerror(errno));
+    opts_.log_dir = make_temp_folder("asteroid-cluster", "a log folder");
     owns_log_dir_ = true;
     if (!opts_.keep_logs) {
       log_tickets_.push_back(remember_path_for_exit(opts_.log_dir));
@@ -105,12 +105,12 @@ local_cluster::local_cluster(options opts) : opts_(std::move(opts)) {
     ::mkdir(opts_.log_dir.c_str(), 0755);
   }
   if (opts_.tls) {
-    keys_dir_ = make_temp_folder("asteroid-keys"); // mkdtemp: readable by us only
-    if (keys_dir_.empty()) {
+    try {
+      // mkdtemp: readable by us only
+      keys_dir_ = make_temp_folder("asteroid-keys", "a folder for credentials");
+    } catch (...) {
       remove_own_logs();
-      throw std::runtime_error(std::string("cluster: cannot create a folder for "
-                                           "credentials: ")
-                               + std::strerror(errno));
+      throw;
     }
     std::vector<std::string> members{"job"};
     for (int i = 0; i < opts_.nodes; ++i)
