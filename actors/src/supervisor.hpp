@@ -380,7 +380,10 @@ private:
   /// Who a report of an unreachable peer loses (path_blame.hpp).
   path_blame path_blame_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
-  /// Devices the program removed (remove_requested): dead for good.
+  /// Devices out for good: removed by the program (remove_requested), or
+  /// lost because a peer could not reach them (unreachable_peer): those
+  /// still answer heartbeats, and admitted again on that alone they would
+  /// stall the job on the same path until lost again. Not pinged.
   std::set<int> removed_;
   /// Dead devices whose connection closed (the process went away): a new
   /// process may come back at the same endpoint.

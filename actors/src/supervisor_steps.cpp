@@ -299,8 +299,10 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
       },
       [&](unreachable_atom, std::string& endpoint, std::string& why) {
         auto [d, reason] = unreachable_peer(self_->current_sender(), endpoint, why);
-        if (d >= 0)
-          lose(d, reason);
+        if (d >= 0) {
+          lose(d, reason + " (not admitted again in this job)");
+          removed_.insert(d);
+        }
       },
       // Late answers and messages of replaced replicas: drop, do not let
       // them pile up in the mailbox.

@@ -4,8 +4,9 @@
 # towards node 2 gets a queue of length 0: silent, no reset, TCP acknowledgements from node 1
 # to node 2 lost too), and heartbeats go on. The data plane notices (TCP_USER_TIMEOUT), tries
 # to connect again for its heal timeout, gives up and tells the supervisor, which handles it as
-# the loss of the unreachable device: a recovery, not a job failure at the step timeout. Every
-# step's loss and the final weights equal those of a fault-free run. Then nothing remains.
+# the loss of the unreachable device: a recovery, not a job failure at the step timeout; that
+# device stays out of the job (not taken back on its heartbeats). Every step's loss and the
+# final weights equal those of a fault-free run. Then nothing remains.
 source "$(dirname "$0")/common.sh"
 tb_require_netns
 
@@ -35,6 +36,14 @@ jq -e '(.node == "slow-1" or .node == "fast-2" or .node == "slow-2")
        and (.reason | test("cannot reach .* over the data plane"))' <<<"$detected" >/dev/null \
   || fail "not detected as an unreachable peer of node 1 or 2: $detected"
 grep -q '"fault":"recovered"' "$tmp/cut.jsonl" || fail "no recovery"
+# The lost node still answers heartbeats; it is out of this job for good (admitted again, it
+# would stall the job on the same path), so it is not pinged and not reported answering again.
+lost=$(jq -r .node <<<"$detected")
+jq -e '.reason | test("not admitted again")' <<<"$detected" >/dev/null \
+  || fail "the loss does not say the node stays out: $detected"
+if grep '"fault":"answering_again"' "$tmp/cut.jsonl" | grep -q "\"node\":\"$lost\""; then
+  fail "$lost was taken back on its heartbeats: $(grep answering_again "$tmp/cut.jsonl")"
+fi
 # Within the data plane's silence timeout (5 s) + heal timeout (10 s) + one connect timeout
 # (3 s) + 7 s of slack, counted from the 6th step's end (the cut follows it at once): far
 # below the step timeout (60 s).
