@@ -3,7 +3,8 @@
 # `asteroid checkpoint show / compare` on checkpoints of short training runs:
 # two identical runs compare equal (exit 0), a run one step longer or with
 # another learning rate differs (exit 1, saying how), a truncated file is an
-# error naming it (exit 2), and a tolerance wide enough accepts the second.
+# error naming it (exit 2), a NaN tolerance is refused, and no tolerance
+# accepts another step.
 set -uo pipefail
 asteroid=$1
 dir=$2
