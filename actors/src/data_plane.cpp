@@ -107,9 +107,19 @@ void limit_silence(tcp::socket& socket, std::chrono::milliseconds timeout) {
 }
 
 struct data_plane_core {
-  explicit data_plane_core(data_plane::options o) : opts(std::move(o)) {}
+  explicit data_plane_core(data_plane::options o)
+    : opts(std::move(o)), silence_ms(opts.silence_timeout.count()),
+      heal_ms(opts.heal_timeout.count()) {}
 
   data_plane::options opts;
+  // The served job's (serve_job's path_window), read on every strand.
+  std::atomic<int64_t> silence_ms, heal_ms;
+  std::chrono::milliseconds silence_timeout() const {
+    return std::chrono::milliseconds(silence_ms.load());
+  }
+  std::chrono::milliseconds heal_timeout() const {
+    return std::chrono::milliseconds(heal_ms.load());
+  }
   // Before every socket and timer bound to it: destroyed after them.
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{
@@ -212,7 +222,7 @@ public:
                                       + std::to_string(from.port());
     asio::ip::tcp::no_delay nodelay{true};
     socket.set_option(nodelay, ec);
-    limit_silence(socket, plane.opts.silence_timeout);
+    limit_silence(socket, plane.silence_timeout());
     link_ = std::make_shared<link_stream>(std::move(socket), plane.tls_context());
   }
 
@@ -659,15 +669,15 @@ private:
     connecting_ = true;
     link_ = std::make_shared<link_stream>(tcp::socket(strand_), plane_.tls_context());
     auto link = link_;
-    connect_timer_.expires_after(plane_.opts.connect_timeout);
-    connect_timer_.async_wait([self = shared_from_this(), link](const asio::error_code& ec) {
-      if (ec || link != self->link_ || self->connected_)
-        return;
-      self->timed_out_ = true;
-      self->resolver_.cancel();
-      link->close();
-    });
-    timed_out_ = false;
+    // A link already down waits for TCP's answer no longer than its heal
+    // timeout has left, so a silent peer is given up when that runs out, not
+    // an attempt later; and no longer than 1 s, TCP's first SYN back-off, so
+    // a path that heals meanwhile is tried again with a fresh SYN at once.
+    auto wait = plane_.opts.connect_timeout;
+    if (down_since_)
+      wait = std::max(std::chrono::milliseconds(50),
+                      std::min({heal_time_left(), wait, std::chrono::milliseconds(1000)}));
+    arm_connect_timer(link, wait);
     auto self = shared_from_this();
     asio::error_code not_numeric;
     auto address = asio::ip::make_address_v4(host, not_numeric);
@@ -702,9 +712,13 @@ private:
       return connect_failed(link, ec);
     asio::error_code ignored;
     link->socket().set_option(tcp::no_delay{true}, ignored);
-    limit_silence(link->socket(), plane_.opts.silence_timeout);
+    limit_silence(link->socket(), plane_.silence_timeout());
     if (!link->tls())
       return connected(link);
+    // The peer answered: the path works. Its handshake gets the whole
+    // connect timeout, so a busy peer on a loaded host is not given up for
+    // being slow to compute its half.
+    arm_connect_timer(link, plane_.opts.connect_timeout);
     link->async_handshake(false, [self = shared_from_this(), link](const asio::error_code& ec) {
       if (ec)
         return self->connect_failed(link, ec, "TLS handshake failed: ");
@@ -722,7 +736,7 @@ private:
     if (stopping())
       return;
     auto why = timed_out_ ? "no connection within "
-                              + std::to_string(plane_.opts.connect_timeout.count()) + " ms"
+                              + std::to_string(attempt_timeout_.count()) + " ms"
                           : what + ec.message();
     // Nothing listens there: the peer's process is gone, and with it what
     // it would have done with these frames.
@@ -731,22 +745,47 @@ private:
     retry_later(why);
   }
 
+  /// Closes `link` unless it is connected within `wait`.
+  void arm_connect_timer(const std::shared_ptr<link_stream>& link,
+                         std::chrono::milliseconds wait) {
+    attempt_timeout_ = wait;
+    timed_out_ = false;
+    connect_timer_.expires_after(wait);
+    connect_timer_.async_wait([self = shared_from_this(), link](const asio::error_code& ec) {
+      if (ec || link != self->link_ || self->connected_)
+        return;
+      self->timed_out_ = true;
+      self->resolver_.cancel();
+      link->close();
+    });
+  }
+
+  /// What the heal timeout leaves since the link went down (all of it
+  /// while it is up).
+  std::chrono::milliseconds heal_time_left() const {
+    const auto heal = plane_.heal_timeout();
+    if (!down_since_)
+      return heal;
+    return heal - std::chrono::duration_cast<std::chrono::milliseconds>(steady::now()
+                                                                        - *down_since_);
+  }
+
   /// Another attempt after a back-off, unless the link has been down for
   /// `heal_timeout` already.
   void retry_later(const std::string& why) {
     auto now = steady::now();
     if (!down_since_)
       down_since_ = now;
-    if (now - *down_since_ >= plane_.opts.heal_timeout)
+    if (heal_time_left().count() <= 0)
       return give_up(why, true);
     if (!reported_)
       spdlog::warn("data plane: cannot reach {}: {} (trying again for up to {} ms)",
-                   endpoint_, why, plane_.opts.heal_timeout.count());
+                   endpoint_, why, plane_.heal_timeout().count());
     reported_ = true;
     backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(50),
                           std::chrono::milliseconds(1000));
     retry_pending_ = true;
-    retry_timer_.expires_after(backoff_);
+    retry_timer_.expires_after(std::min(backoff_, heal_time_left()));
     retry_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
       self->retry_pending_ = false;
       if (!ec && !self->stopping())
@@ -905,6 +944,7 @@ private:
   bool progress_ = false; ///< a frame was acknowledged on this connection
   bool retry_pending_ = false;
   bool timed_out_ = false;
+  std::chrono::milliseconds attempt_timeout_{};
   bool reported_ = false, gave_up_ = false;
   std::optional<steady::time_point> down_since_;
   std::chrono::milliseconds backoff_{};
@@ -1169,8 +1209,14 @@ void data_plane::stop() {
 
 uint16_t data_plane::port() const { return core_->port; }
 
-void data_plane::serve_job(int64_t job) {
+void data_plane::serve_job(int64_t job, std::chrono::milliseconds path_window) {
   auto& c = *core_;
+  // Set before the job's first connection, which takes its silence timeout.
+  const bool own_window = job != 0 && path_window.count() > 0;
+  const auto silence = own_window ? std::max(path_window / 2, std::chrono::milliseconds(1))
+                                   : c.opts.silence_timeout;
+  c.silence_ms = silence.count();
+  c.heal_ms = own_window ? (path_window - silence).count() : c.opts.heal_timeout.count();
   if (c.job.exchange(job) == job)
     return;
   // A new job (or none): the last job's connections are of no more use, so

@@ -6,6 +6,7 @@
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/inference_stage.hpp"
+#include "asteroid/actors/job.hpp"
 #include "asteroid/actors/replica.hpp"
 #include "asteroid/actors/replica_footprint.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -378,7 +379,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         return caf::make_error(caf::sec::runtime_error, why);
       return {inventory_atom::value, tag, self->state.store.inventory().dump()};
     },
-    [=](claim_atom, int64_t job, int64_t last_step)
+    [=](claim_atom, int64_t job, int64_t last_step, int64_t path_window_ms)
       -> std::tuple<std::string, int64_t> {
       auto& st = self->state;
       const auto& name = st.opts.name;
@@ -392,7 +393,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       if (st.claim.claimant() != before) {
         self->monitor(self->current_sender());
         if (st.dp) {
-          st.dp->serve_job(job);
+          st.dp->serve_job(job, std::chrono::milliseconds(
+                                  std::clamp<int64_t>(path_window_ms, 0, longest_wait_ms)));
           tell_claimant_of_unreachable_peers(self);
         }
         detail::restart_peak_measurement();

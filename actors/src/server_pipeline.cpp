@@ -423,8 +423,10 @@ void claim_nodes(server_self self) {
     self,
     [=](int d, std::function<void(std::string)> done) {
       self
+        // The node's own path timeouts: a path the server cannot use is found
+        // by the request that times out (ast_unrch is only logged here).
         ->request(self->state.devices[d], timeout, claim_atom::value, self->state.job,
-                  int64_t{0})
+                  int64_t{0}, int64_t{0})
         .then(
           [=](std::string& e, int64_t) {
             if (e.empty())

@@ -212,12 +212,18 @@ private:
   /// The device whose connection or replica `dm` reports gone, with why
   /// (-1: neither); a closed connection also goes to closed_.
   std::pair<int, std::string> device_down(const caf::down_msg& dm);
-  /// The device a report that a node's data plane gave up on `endpoint`
-  /// (`ast_unrch`) loses, with why; -1 when none: the reporter or the
-  /// peer is not a live member (path_blame.hpp says which of the two).
-  std::pair<int, std::string> unreachable_peer(const caf::strong_actor_ptr& reporter,
-                                               const std::string& endpoint,
-                                               const std::string& why);
+  /// Keeps a report that a node's data plane gave up on `endpoint`
+  /// (`ast_unrch`) for judge_unreachable; dropped when the reporter or the
+  /// peer is no member.
+  void hold_unreachable(const caf::strong_actor_ptr& reporter, const std::string& endpoint,
+                        const std::string& why);
+  /// The devices the reports held lose now, with why (path_blame.hpp says
+  /// which of the two). A report about a peer that has not answered a
+  /// heartbeat for two intervals waits: that peer may be a node fallen
+  /// silent as a whole, which its heartbeats are about to name as such (a
+  /// path blamed instead could lose the reporter, a healthy node). It is
+  /// judged once the peer answers, and dropped once the peer is lost.
+  std::vector<std::pair<int, std::string>> judge_unreachable(clock::time_point now);
   /// Sends `xs` to `to` (device `d`'s actor or a replica on it) and returns
   /// its reply (the first message from `to` made of `Reply` types). Throws
   /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
@@ -379,9 +385,14 @@ private:
   std::set<int> dead_;
   /// Who a report of an unreachable peer loses (path_blame.hpp).
   path_blame path_blame_;
+  struct unreachable_report {
+    int reporter = -1, peer = -1;
+    std::string why;
+  };
+  std::vector<unreachable_report> unreachable_held_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
   /// Devices out for good: removed by the program (remove_requested), or
-  /// lost because a peer could not reach them (unreachable_peer): those
+  /// lost because a peer could not reach them (judge_unreachable): those
   /// still answer heartbeats, and admitted again on that alone they would
   /// stall the job on the same path until lost again. Not pinged.
   std::set<int> removed_;

@@ -43,9 +43,8 @@ std::pair<int, std::string> supervisor::device_down(const caf::down_msg& dm) {
   return {-1, {}};
 }
 
-std::pair<int, std::string> supervisor::unreachable_peer(
-  const caf::strong_actor_ptr& reporter, const std::string& endpoint,
-  const std::string& why) {
+void supervisor::hold_unreachable(const caf::strong_actor_ptr& reporter,
+                                  const std::string& endpoint, const std::string& why) {
   int from = -1, to = -1;
   for (size_t d = 0; d < devices_.size(); ++d) {
     if (reporter && reporter == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
@@ -53,14 +52,38 @@ std::pair<int, std::string> supervisor::unreachable_peer(
     if (!endpoint.empty() && data_endpoint(static_cast<int>(d)) == endpoint)
       to = static_cast<int>(d);
   }
-  const int lose = path_blame_.blame(from, to, dead_);
-  if (lose < 0)
-    return {-1, {}};
-  if (lose == from)
-    return {from, name_of(from) + " cannot reach " + name_of(to)
-                    + " over the data plane either (" + why
-                    + "), after losing another peer that way: its own network failed"};
-  return {to, name_of(from) + " cannot reach it over the data plane: " + why};
+  if (from < 0 || to < 0 || from == to || dead_.count(from) || dead_.count(to))
+    return;
+  // Bounded: one report per ordered pair of members is all that counts.
+  for (const auto& r : unreachable_held_)
+    if (r.reporter == from && r.peer == to)
+      return;
+  unreachable_held_.push_back({from, to, why});
+}
+
+std::vector<std::pair<int, std::string>> supervisor::judge_unreachable(clock::time_point now) {
+  std::vector<std::pair<int, std::string>> out;
+  const auto answered_lately = milliseconds(2 * ft().heartbeat_ms);
+  std::vector<unreachable_report> waiting;
+  for (auto& r : unreachable_held_) {
+    if (dead_.count(r.reporter) || dead_.count(r.peer))
+      continue; // moot: lost meanwhile, for this or another reason
+    // One loss at a time: the next report is judged with it known.
+    if (!out.empty() || now - heartbeats_.last_seen(r.peer) > answered_lately) {
+      waiting.push_back(std::move(r));
+      continue;
+    }
+    const int lose = path_blame_.blame(r.reporter, r.peer, dead_);
+    if (lose == r.reporter)
+      out.emplace_back(lose, name_of(r.reporter) + " cannot reach " + name_of(r.peer)
+                               + " over the data plane either (" + r.why
+                               + "), after losing another peer that way: its own network failed");
+    else if (lose >= 0)
+      out.emplace_back(lose, name_of(r.reporter) + " cannot reach it over the data plane: "
+                               + r.why);
+  }
+  unreachable_held_ = std::move(waiting);
+  return out;
 }
 
 void supervisor::settle_abandoned(int64_t step) {
@@ -176,7 +199,8 @@ std::string supervisor::claim(const device_actor& handle, const std::string& who
   auto timeout = milliseconds(job_.connect_timeout_ms);
   int64_t bytes = 0;
   std::string err;
-  self_->request(handle, timeout, claim_atom::value, job_id_, last_step_)
+  self_->request(handle, timeout, claim_atom::value, job_id_, last_step_,
+                 path_window_ms(job_.fault_tolerance))
     .receive(
       [&](std::string& e, int64_t b) {
         err = std::move(e);

@@ -257,6 +257,11 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
       ping_all(now);
     for (int d : heartbeats_.newly_dead(now))
       lose(d, silence_reason());
+    if (lost.empty())
+      for (auto& [d, why] : judge_unreachable(now)) {
+        lose(d, why + " (not admitted again in this job)");
+        removed_.insert(d);
+      }
     if (!lost.empty())
       break;
     if (now >= deadline) {
@@ -298,11 +303,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
           lose(d, why);
       },
       [&](unreachable_atom, std::string& endpoint, std::string& why) {
-        auto [d, reason] = unreachable_peer(self_->current_sender(), endpoint, why);
-        if (d >= 0) {
-          lose(d, reason + " (not admitted again in this job)");
-          removed_.insert(d);
-        }
+        hold_unreachable(self_->current_sender(), endpoint, why);
       },
       // Late answers and messages of replaced replicas: drop, do not let
       // them pile up in the mailbox.

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -263,6 +264,52 @@ TEST_CASE("data plane: a link out of reach is given up after the heal "
   CHECK(reports.front().first == full);
 }
 
+
+TEST_CASE("data plane: a served job's path window bounds how long a silent "
+          "peer is tried (silence, then connecting again), whatever the "
+          "options say") {
+  actors::data_plane::options o;
+  o.silence_timeout = 60s; // either one would show as a test timeout
+  o.heal_timeout = 60s;
+  o.connect_timeout = 300ms;
+  two_planes p{o};
+  // The job's heartbeat window and one interval, as the supervisor's claim
+  // gives it: 500 ms of silence, then 500 ms to connect again.
+  p.a->serve_job(7, 1000ms);
+  // A peer whose process never reads: its kernel takes the connection and
+  // some megabytes, then holds a zero window, as silent as a cut path
+  // towards which data waits.
+  uint16_t port = 0;
+  int listener = listen_loopback(port, 16);
+  REQUIRE(listener >= 0);
+  const auto silent = "127.0.0.1:" + std::to_string(port);
+  unreachable_reports told;
+  p.a->on_unreachable(told.handler());
+  tensor_message m;
+  m.kind = tensor_kind::activation;
+  m.job = 7;
+  m.payload.assign(1 << 20, 'x');
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 1; s <= 32; ++s) {
+    m.step = s;
+    REQUIRE(p.a->send(silent, 1, m));
+  }
+  for (int i = 0; i < 500 && told.all().empty(); ++i)
+    std::this_thread::sleep_for(20ms);
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::steady_clock::now() - t0);
+  ::close(listener);
+  auto reports = told.all();
+  INFO("given up after " << waited.count() << " ms");
+  REQUIRE(reports.size() == 1);
+  CHECK(reports.front().first == silent);
+  CHECK(waited >= 1000ms);
+  CHECK(waited < 6s);
+  CHECK(p.a->stats().dropped_out == 32);
+  std::printf("[path window] a silent peer given up %lld ms after the first "
+              "frame (window 1000 ms: 500 ms silence, 500 ms to connect again)\n",
+              static_cast<long long>(waited.count()));
+}
 
 TEST_CASE("data plane: a peer that writes a tensor back on our connection is "
           "closed, and what it had not acknowledged goes again on the next") {

@@ -33,7 +33,7 @@ struct program {
   /// Error ("" when served) and the bytes of earlier snapshots dropped.
   std::pair<std::string, int64_t> claim(int64_t job, int64_t last_step) {
     std::pair<std::string, int64_t> out{"no reply", 0};
-    (*self)->request(node, timeout, actors::claim_atom::value, job, last_step)
+    (*self)->request(node, timeout, actors::claim_atom::value, job, last_step, int64_t{0})
       .receive([&](std::string& e, int64_t bytes) { out = {e, bytes}; },
                [&](caf::error& e) { out.first = sys->render(e); });
     return out;

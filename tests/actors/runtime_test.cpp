@@ -516,7 +516,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   REQUIRE(pong());
   // This test is the job that holds the node.
   const int64_t job_id = 7;
-  self->request(dev, timeout, actors::claim_atom::value, job_id, int64_t{100})
+  self->request(dev, timeout, actors::claim_atom::value, job_id, int64_t{100}, int64_t{0})
     .receive([&](std::string& e, int64_t) { REQUIRE(e.empty()); },
              [&](caf::error& e) { FAIL(sys.render(e)); });
   // Malformed deploy: not JSON, JSON without fields, bad weights.

@@ -706,7 +706,7 @@ TEST_CASE("with credentials too, a second job against a node busy with a job is 
   // The first job (a member of the cluster) claims the node and stores a
   // snapshot there.
   std::string claimed = "no reply";
-  self->request(node, 5s, actors::claim_atom::value, int64_t{111}, int64_t{10})
+  self->request(node, 5s, actors::claim_atom::value, int64_t{111}, int64_t{10}, int64_t{0})
     .receive([&](std::string& e, int64_t) { claimed = e; },
              [&](caf::error& e) { claimed = sys.render(e); });
   REQUIRE(claimed.empty());

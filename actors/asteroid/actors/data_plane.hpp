@@ -143,7 +143,16 @@ public:
   /// jobs). Set by the node's device when a job claims or frees it; a
   /// change closes the connections of the job before (the next frame
   /// connects again).
-  void serve_job(int64_t job);
+  ///
+  /// `path_window` > 0: while serving this job, a link gives a silent peer
+  /// up about that long after the silence began (half of it as
+  /// `silence_timeout`, the rest as `heal_timeout`; while a link heals, each
+  /// wait for TCP to connect is cut to what is left of it, and to 1 s; a TLS
+  /// handshake with a peer that answered still gets `connect_timeout`). Why: the job's supervisor finds a
+  /// silent node in its heartbeat window, and a path between two nodes that
+  /// fails while both still answer it should cost no more; a link that fails
+  /// and heals within the window costs a stall. 0: the options' timeouts.
+  void serve_job(int64_t job, std::chrono::milliseconds path_window = {});
   int64_t job() const;
   /// Frames whose destination is `a.id()` are delivered to `a` until it
   /// terminates. A frame to it whose payload exceeds `max_payload` (0: the
@@ -163,7 +172,8 @@ public:
             serialization::tensor_message m);
   counters stats() const;
   /// Called (on an I/O thread; keep it short) when a link gives up on
-  /// `endpoint`: it could not be reached again within `heal_timeout`, and
+  /// `endpoint`: it could not be reached again within `heal_timeout` (or
+  /// the served job's `path_window`), and
   /// the frames pending for it were dropped. Not for a peer that refuses
   /// the connection: nothing listens there, its process is gone, and the
   /// supervisor's heartbeats find that.

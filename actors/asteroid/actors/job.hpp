@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,6 +68,18 @@ struct fault_tolerance_options {
   std::string checkpoint_path;
   int64_t checkpoint_every = 10;
 };
+
+/// How long a node's data plane keeps trying a silent peer of this job
+/// before it gives the peer up and tells the supervisor (`ast_claim`,
+/// data_plane::serve_job): the heartbeat window and one more interval (at
+/// most 500 ms more). Why: a failed path between two nodes that both still
+/// answer heartbeats is then found about as fast as a silent node (within
+/// the window + 1 s), a link that heals within the window costs a stall,
+/// and a node that falls silent as a whole is still found by its heartbeats
+/// first, so the loss names that cause.
+inline int64_t path_window_ms(const fault_tolerance_options& ft) {
+  return ft.heartbeat_ms * ft.heartbeat_misses + std::min<int64_t>(ft.heartbeat_ms, 500);
+}
 
 /// A scripted fault (fault injection for experiments and tests).
 struct fault_spec {

@@ -104,10 +104,11 @@ using device_actor = caf::typed_actor<
   /// The snapshots held, as JSON, tagged with the asker's tag.
   caf::replies_to<inventory_atom, int32_t>::with<inventory_atom, int32_t, std::string>,
   /// Serve job `job` (> 0) whose last snapshot version is `last_step`,
-  /// for the sender (monitored: the node is free again when it goes down):
-  /// error (another job holds the node), bytes of an earlier job's
-  /// snapshots dropped.
-  caf::replies_to<claim_atom, int64_t, int64_t>::with<std::string, int64_t>,
+  /// for the sender (monitored: the node is free again when it goes down),
+  /// giving up a silent data-plane peer after `path_window_ms` (> 0; 0:
+  /// the node's own timeouts; data_plane::serve_job): error (another job
+  /// holds the node), bytes of an earlier job's snapshots dropped.
+  caf::replies_to<claim_atom, int64_t, int64_t, int64_t>::with<std::string, int64_t>,
   /// Job `job` is done with this node: its snapshots are dropped and the
   /// node is free.
   caf::reacts_to<release_atom, int64_t>,
