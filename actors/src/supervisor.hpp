@@ -8,7 +8,7 @@
 /// the behaviour.
 #include "job_claim.hpp"
 #include "job_control.hpp"
-#include "path_blame.hpp"
+#include "unreachable_reports.hpp"
 
 #include "asteroid/actors/channel.hpp"
 #include "asteroid/actors/heartbeat_monitor.hpp"
@@ -213,17 +213,12 @@ private:
   /// (-1: neither); a closed connection also goes to closed_.
   std::pair<int, std::string> device_down(const caf::down_msg& dm);
   /// Keeps a report that a node's data plane gave up on `endpoint`
-  /// (`ast_unrch`) for judge_unreachable; dropped when the reporter or the
-  /// peer is no member.
+  /// (`ast_unrch`) for judge_unreachable (unreachable_reports.hpp).
   void hold_unreachable(const caf::strong_actor_ptr& reporter, const std::string& endpoint,
                         const std::string& why);
-  /// The devices the reports held lose now, with why (path_blame.hpp says
-  /// which of the two). A report about a peer that has not answered a
-  /// heartbeat for two intervals waits: that peer may be a node fallen
-  /// silent as a whole, which its heartbeats are about to name as such (a
-  /// path blamed instead could lose the reporter, a healthy node). It is
-  /// judged once the peer answers, and dropped once the peer is lost.
-  std::vector<std::pair<int, std::string>> judge_unreachable(clock::time_point now);
+  /// The device the reports held lose now, with why, if any: a peer
+  /// counts as answering heartbeats when it did within two intervals.
+  std::optional<unreachable_reports::loss> judge_unreachable(clock::time_point now);
   /// Sends `xs` to `to` (device `d`'s actor or a replica on it) and returns
   /// its reply (the first message from `to` made of `Reply` types). Throws
   /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
@@ -383,13 +378,8 @@ private:
   heartbeat_monitor heartbeats_;
   std::vector<json> caps_;
   std::set<int> dead_;
-  /// Who a report of an unreachable peer loses (path_blame.hpp).
-  path_blame path_blame_;
-  struct unreachable_report {
-    int reporter = -1, peer = -1;
-    std::string why;
-  };
-  std::vector<unreachable_report> unreachable_held_;
+  /// Reports of unreachable peers and who they lose.
+  unreachable_reports unreachable_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
   /// Devices out for good: removed by the program (remove_requested), or
   /// lost because a peer could not reach them (judge_unreachable): those

@@ -52,38 +52,14 @@ void supervisor::hold_unreachable(const caf::strong_actor_ptr& reporter,
     if (!endpoint.empty() && data_endpoint(static_cast<int>(d)) == endpoint)
       to = static_cast<int>(d);
   }
-  if (from < 0 || to < 0 || from == to || dead_.count(from) || dead_.count(to))
-    return;
-  // Bounded: one report per ordered pair of members is all that counts.
-  for (const auto& r : unreachable_held_)
-    if (r.reporter == from && r.peer == to)
-      return;
-  unreachable_held_.push_back({from, to, why});
+  unreachable_.hold(from, to, why, dead_);
 }
 
-std::vector<std::pair<int, std::string>> supervisor::judge_unreachable(clock::time_point now) {
-  std::vector<std::pair<int, std::string>> out;
-  const auto answered_lately = milliseconds(2 * ft().heartbeat_ms);
-  std::vector<unreachable_report> waiting;
-  for (auto& r : unreachable_held_) {
-    if (dead_.count(r.reporter) || dead_.count(r.peer))
-      continue; // moot: lost meanwhile, for this or another reason
-    // One loss at a time: the next report is judged with it known.
-    if (!out.empty() || now - heartbeats_.last_seen(r.peer) > answered_lately) {
-      waiting.push_back(std::move(r));
-      continue;
-    }
-    const int lose = path_blame_.blame(r.reporter, r.peer, dead_);
-    if (lose == r.reporter)
-      out.emplace_back(lose, name_of(r.reporter) + " cannot reach " + name_of(r.peer)
-                               + " over the data plane either (" + r.why
-                               + "), after losing another peer that way: its own network failed");
-    else if (lose >= 0)
-      out.emplace_back(lose, name_of(r.reporter) + " cannot reach it over the data plane: "
-                               + r.why);
-  }
-  unreachable_held_ = std::move(waiting);
-  return out;
+std::optional<unreachable_reports::loss> supervisor::judge_unreachable(clock::time_point now) {
+  const auto lately = milliseconds(2 * ft().heartbeat_ms);
+  return unreachable_.judge(
+    dead_, [&](int d) { return now - heartbeats_.last_seen(d) <= lately; },
+    [&](int d) { return name_of(d); });
 }
 
 void supervisor::settle_abandoned(int64_t step) {

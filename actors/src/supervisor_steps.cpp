@@ -258,9 +258,9 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
     for (int d : heartbeats_.newly_dead(now))
       lose(d, silence_reason());
     if (lost.empty())
-      for (auto& [d, why] : judge_unreachable(now)) {
-        lose(d, why + " (not admitted again in this job)");
-        removed_.insert(d);
+      if (auto l = judge_unreachable(now)) {
+        lose(l->device, l->reason + " (not admitted again in this job)");
+        removed_.insert(l->device);
       }
     if (!lost.empty())
       break;

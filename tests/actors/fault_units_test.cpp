@@ -1,6 +1,7 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
 // heartbeat bookkeeping, the node's snapshot store, stage states.
 #include "path_blame.hpp"
+#include "unreachable_reports.hpp"
 
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
@@ -381,4 +382,49 @@ TEST_CASE("path_blame: a report of an unreachable peer loses the peer, unless "
   CHECK(blame.blame(1, 0, lost) == -1);
   // Another reporter's first report still loses its peer.
   CHECK(blame.blame(0, 3, lost) == 3);
+}
+
+TEST_CASE("unreachable_reports: a report about a peer silent to heartbeats "
+          "waits for them, one about a peer that answers loses a device now") {
+  actors::detail::unreachable_reports reports;
+  std::set<int> lost;
+  std::set<int> silent{3};
+  auto answers = [&](int d) { return !silent.count(d); };
+  auto name = [](int d) { return "n" + std::to_string(d); };
+  reports.hold(0, 3, "timed out", lost);
+  reports.hold(0, 3, "again", lost); // the same pair: held once
+  reports.hold(1, 1, "itself", lost);
+  reports.hold(-1, 2, "no member", lost);
+  CHECK(reports.held() == 1);
+  // Node 3 is silent as a whole: its heartbeats decide, not the path.
+  CHECK_FALSE(reports.judge(lost, answers, name));
+  CHECK(reports.held() == 1);
+  // It answers again: the path between 0 and 3 failed; 3 goes.
+  silent.clear();
+  auto l = reports.judge(lost, answers, name);
+  REQUIRE(l);
+  CHECK(l->device == 3);
+  CHECK(l->reason == "n0 cannot reach it over the data plane: timed out");
+  CHECK(reports.held() == 0);
+  lost.insert(3);
+  // Two reports at once: one loss at a time, the second judged knowing it.
+  reports.hold(0, 2, "a", lost);
+  reports.hold(1, 2, "b", lost);
+  l = reports.judge(lost, answers, name);
+  REQUIRE(l);
+  CHECK(l->device == 0); // 0 lost a peer that way before: its own network
+  CHECK(reports.held() == 1);
+  lost.insert(0);
+  l = reports.judge(lost, answers, name);
+  REQUIRE(l);
+  CHECK(l->device == 2);
+  lost.insert(2);
+  // A report about a silent peer that the heartbeats then lose is dropped.
+  silent.insert(1);
+  reports.hold(4, 1, "c", lost);
+  CHECK(reports.held() == 1);
+  CHECK_FALSE(reports.judge(lost, answers, name));
+  lost.insert(1);
+  CHECK_FALSE(reports.judge(lost, answers, name));
+  CHECK(reports.held() == 0);
 }
