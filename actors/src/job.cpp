@@ -11,7 +11,7 @@ namespace asteroid::actors {
 
 namespace detail {
 
-void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
+void load_job_data_and_model(job_inputs& in) {
   auto& job = in.job;
   // -- data --
   data::dataset_options dopts;
@@ -36,6 +36,13 @@ void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
   auto shape = train->sample_shape();
   if (!job.model_options.contains("num_classes"))
     job.model_options["num_classes"] = train->num_classes();
+  // Fewer outputs than classes fails in the last stage's loss, on a node,
+  // with an index error; said here it names the two numbers.
+  const auto classes = job.model_options["num_classes"];
+  if (classes.is_number_integer() && classes.get<int64_t>() < train->num_classes())
+    throw std::invalid_argument("model_options.num_classes " + classes.dump()
+                                + " is fewer than the " + std::to_string(train->num_classes())
+                                + " classes of dataset '" + job.dataset + "'");
   if (shape.size() == 3) {
     if (!job.model_options.contains("in_channels"))
       job.model_options["in_channels"] = shape[0];
@@ -46,9 +53,12 @@ void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
   in.model = training::build_model(job.model, job.model_options);
   in.train = std::move(train);
   in.test = std::move(test);
-  // -- nodes --
-  in.devices = connect_all(sys, job.nodes,
-                           std::chrono::milliseconds(job.connect_timeout_ms));
+}
+
+void load_job_inputs(caf::actor_system& sys, job_inputs& in) {
+  load_job_data_and_model(in);
+  in.devices = connect_all(sys, in.job.nodes,
+                           std::chrono::milliseconds(in.job.connect_timeout_ms));
 }
 
 } // namespace detail

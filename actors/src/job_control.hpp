@@ -81,8 +81,11 @@ struct job_inputs {
 };
 
 /// Fills `in` from its job spec: datasets (train limited to train_limit, a
-/// test split when evaluating), the model with classes and input shape from
-/// the dataset, and device handles for `job.nodes`.
+/// test split when evaluating) and the model with classes and input shape
+/// from the dataset (`in.job.model_options` gains those it lacked).
+void load_job_data_and_model(job_inputs& in);
+
+/// load_job_data_and_model, then device handles for `job.nodes`.
 void load_job_inputs(caf::actor_system& sys, job_inputs& in);
 
 /// The step driver's thread: runs the job and sends `front` its outcome.

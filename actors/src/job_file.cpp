@@ -9,6 +9,7 @@
 #include "asteroid/training/model_options_json.hpp"
 
 #include <fstream>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -106,12 +107,17 @@ void check_ranges(const job_spec& s, const json_field& f) {
   };
   // (The reader refuses NaN and infinities already.)
   const auto& o = s.optimizer;
-  if (!(o.lr > 0))
-    f["lr"].fail("must be > 0");
+  // The optimizer works in 32-bit floats: a larger factor fails on a node,
+  // at its first step, naming no field.
+  const double float_max = std::numeric_limits<float>::max();
+  const auto got = [](double v) { return ", got " + json(v).dump(); };
+  if (!(o.lr > 0 && o.lr <= float_max))
+    f["lr"].fail("must be > 0 and at most 3.4e38 (32-bit floats)" + got(o.lr));
   if (!(o.momentum >= 0 && o.momentum < 1))
     f["momentum"].fail("must be in [0, 1)");
-  if (!(o.weight_decay >= 0))
-    f["weight_decay"].fail("must be >= 0");
+  if (!(o.weight_decay >= 0 && o.weight_decay <= float_max))
+    f["weight_decay"].fail("must be >= 0 and at most 3.4e38 (32-bit floats)"
+                           + got(o.weight_decay));
   at_least("epochs", s.epochs, 1);
   if (s.max_steps < -1)
     f["max_steps"].fail("must be -1 (every epoch) or a step count >= 0, got "

@@ -18,6 +18,8 @@
 
 #include <signal.h>
 
+#include <cmath>
+
 namespace asteroid::actors::detail {
 
 // -- steps --------------------------------------------------------------------------
@@ -356,8 +358,18 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
   json links = json::object();
   json reps = json::array();
   for (auto& rep : reports) {
-    if (rep["stage"] == P - 1)
-      loss += rep["loss"].get<double>();
+    if (rep["stage"] == P - 1) {
+      // JSON has no NaN or infinity: a replica's non-finite loss arrives as
+      // null. Weights that far gone are of no use; the job stops saying so.
+      const auto& l = rep["loss"];
+      if (!l.is_number() || !std::isfinite(l.get<double>()))
+        throw std::runtime_error(
+          "step " + std::to_string(step) + ": the loss is not a finite number (training "
+          + "diverged; a smaller lr, now " + json(job_.optimizer.lr).dump()
+          + ", or weight_decay, now " + json(job_.optimizer.weight_decay).dump()
+          + ", may help)");
+      loss += l.get<double>();
+    }
     for (auto& [k, v] : rep["bytes"].items())
       links[k] = v;
     micro_batch_reports += rep.value("micro_batch_reports", int64_t{0});

@@ -275,6 +275,8 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
   refused("lr", 0.0, "must be > 0");
   refused("lr", std::numeric_limits<double>::infinity(), "expected a finite number");
   refused("weight_decay", -1e-4, "must be >= 0");
+  refused("lr", 1e300, "at most 3.4e38 (32-bit floats), got 1e+300");
+  refused("weight_decay", 1e39, "at most 3.4e38 (32-bit floats), got 1e+39");
   refused("epochs", 0, "must be >= 1, got 0");
   refused("max_steps", -2, "-1 (every epoch) or a step count >= 0");
   refused("credit_window", -1, "must be >= 0");

@@ -5,16 +5,21 @@
 // checksums in tests/serialization/checkpoint_test.cpp.
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/job.hpp"
+#include "asteroid/actors/node.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/serialization/wire_error.hpp"
 
+#include "job_control.hpp"
 #include "raw_socket.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 
 using namespace asteroid;
@@ -147,6 +152,86 @@ TEST_CASE("mutated job files are accepted or refused naming the file") {
   REQUIRE_NOTHROW(actors::parse_job(seed_doc, "job file fuzz.json"));
   fuzz_json(seed_doc, "job file fuzz.json: ", 3000, 21,
             [](const json& j) { actors::parse_job(j, "job file fuzz.json"); });
+}
+
+TEST_CASE("mutated job files that parse run on in-process devices or fail "
+          "saying why: no crash, no hang") {
+  auto seed_doc = valid_job();
+  seed_doc.erase("faults"); // a kill needs node processes
+  seed_doc["max_steps"] = 3;
+  // A plan that fits the model (mlp, one hidden layer: two layers), with a
+  // group of two, so that mutations reach the all-reduce too.
+  seed_doc["plan"]["stages"] = json::parse(R"([
+    {"first_layer": 0, "end_layer": 1, "devices": [0, 1], "shares": [5, 3]},
+    {"first_layer": 1, "end_layer": 2, "devices": [2], "shares": [8]}])");
+  std::mt19937_64 rng(24);
+  int refused = 0, ran = 0, failed = 0;
+  std::map<std::string, int> failures; // the first words of each error
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rounds = 1000;
+  for (int i = 0; i < rounds; ++i) {
+    auto doc = seed_doc;
+    mutate(doc, rng);
+    actors::job_spec job;
+    try {
+      job = actors::parse_job(doc, "job file fuzz.json");
+    } catch (const std::exception&) {
+      ++refused; // the parser's errors are the test above's
+      continue;
+    }
+    // What this test decides, not the file: a short run, written nowhere,
+    // bounded in time.
+    if (job.max_steps < 0 || job.max_steps > 3)
+      job.max_steps = 3;
+    job.progress = 0;
+    job.metrics_path.clear();
+    job.trace_path.clear();
+    job.fault_tolerance.checkpoint_path.clear();
+    job.step_timeout_ms = std::min<int64_t>(job.step_timeout_ms, 10000);
+    job.connect_timeout_ms = std::min<int64_t>(job.connect_timeout_ms, 3000);
+    job.nodes.clear(); // in-process devices have no endpoints
+    INFO("input: " << doc.dump());
+    // Fresh devices each time: what one job left on them is not this test's.
+    caf::actor_system_config cfg;
+    actors::configure(cfg);
+    caf::actor_system sys{cfg};
+    std::vector<actors::device_actor> devices;
+    for (int d = 0; d < 3; ++d) {
+      actors::device_options o;
+      o.name = "dev" + std::to_string(d);
+      devices.push_back(actors::spawn_device(sys, o));
+    }
+    try {
+      actors::detail::job_inputs in;
+      in.job = job;
+      actors::detail::load_job_data_and_model(in);
+      auto r = actors::run_job(sys, in.job, devices, std::move(in.model), in.train, in.test);
+      CHECK(r.steps <= 3);
+      ++ran;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      INFO("error: " << what);
+      CHECK(what.size() > 10);
+      // Said in the job's terms, not a library's internals.
+      CHECK(what.find("json.exception") == std::string::npos);
+      CHECK(what.find("Exception raised from") == std::string::npos);
+      // A value the parser let through is caught before a node uses it:
+      // no replica (named "s<stage>r<replica>@<device>") fails on it.
+      CHECK(what.find("@dev") == std::string::npos);
+      ++failed;
+      ++failures[what.substr(0, 60)];
+    }
+    for (auto& d : devices) {
+      caf::anon_send(d, actors::stop_atom::value);
+      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    }
+  }
+  const auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[job fuzz] %d mutated jobs: %d refused by the parser, %d ran, %d failed "
+              "saying why (%.1f s)\n", rounds, refused, ran, failed, s);
+  for (auto& [what, n] : failures)
+    std::printf("  %3d x %s\n", n, what.c_str());
+  CHECK(ran > rounds / 20);
 }
 
 TEST_CASE("mutated cluster files are accepted or refused naming the file") {
