@@ -8,7 +8,10 @@
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/serve.hpp"
+#include "asteroid/planner/analytic_profiles.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/planner/plan_validation.hpp"
+#include "asteroid/planner/planner.hpp"
 #include "asteroid/serialization/wire_error.hpp"
 
 #include "job_control.hpp"
@@ -243,6 +246,49 @@ TEST_CASE("mutated cluster files are accepted or refused naming the file") {
   REQUIRE_NOTHROW(planner::parse_cluster(seed_doc, "cluster fuzz.json"));
   fuzz_json(seed_doc, "cluster fuzz.json: ", 3000, 22,
             [](const json& j) { planner::parse_cluster(j, "cluster fuzz.json"); });
+}
+
+TEST_CASE("mutated cluster files that parse are planned, or the planner says "
+          "why it cannot") {
+  std::vector<planner::device_spec> devices{
+    {"nano", "jetson-nano", 1.0, int64_t{4} << 30, "127.0.0.1:27000"},
+    {"tx2", "jetson-tx2", 1.5, int64_t{8} << 30, "127.0.0.1:27001"},
+    {"nx", "jetson-nx", 2.0, int64_t{8} << 30, "127.0.0.1:27002"}};
+  json seed_doc = planner::cluster::uniform("fuzz", devices, 12.5e6);
+  const auto profile = planner::analytic_profile("mobilenetv2");
+  auto asteroid = planner::make_planner("asteroid");
+  std::mt19937_64 rng(25);
+  int refused = 0, planned = 0, failed = 0;
+  const int rounds = 300;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    auto doc = seed_doc;
+    mutate(doc, rng);
+    planner::cluster c;
+    try {
+      c = planner::parse_cluster(doc, "cluster fuzz.json");
+    } catch (const std::exception&) {
+      ++refused;
+      continue;
+    }
+    INFO("input: " << doc.dump());
+    try {
+      auto p = asteroid->make_plan(profile, c, 32);
+      CHECK_NOTHROW(planner::validate(p, static_cast<int>(profile.layers.size()), c));
+      CHECK(p.predicted_samples_per_s > 0);
+      ++planned;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      INFO("error: " << what);
+      CHECK(what.size() > 10);
+      CHECK(what.find("json.exception") == std::string::npos);
+      ++failed;
+    }
+  }
+  const auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[cluster fuzz] %d mutated clusters: %d refused by the parser, %d planned, "
+              "%d not plannable, saying why (%.1f s)\n", rounds, refused, planned, failed, s);
+  CHECK(planned > rounds / 10);
 }
 
 TEST_CASE("mutated frames: headers decode or name their problem, and a data "
