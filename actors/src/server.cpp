@@ -376,6 +376,10 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
       st.heartbeats->answered(static_cast<int>(d), seq / max_ping_devices,
                               server_clock::now());
     },
+    [=](unreachable_atom, std::string& endpoint, std::string& why) {
+      hold_unreachable(self, self->current_sender(), endpoint, why);
+      judge_unreachable(self, server_clock::now());
+    },
     [=](caf::tick_atom) {
       auto& st = self->state;
       if (ended(st))
@@ -396,6 +400,9 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
           if (ended(st))
             return;
         }
+        judge_unreachable(self, now);
+        if (ended(st))
+          return;
       }
       auto limit = milliseconds(st.opts.request_timeout_ms);
       if (st.phase == server_phase::recovering && now - *st.recovering_since > limit)

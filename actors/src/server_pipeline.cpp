@@ -375,6 +375,31 @@ void stop_stages(server_self self) {
   self->state.stages.clear();
 }
 
+void hold_unreachable(server_self self, const caf::strong_actor_ptr& from,
+                      const std::string& endpoint, const std::string& why) {
+  auto& st = self->state;
+  int reporter = -1, peer = -1;
+  for (size_t d = 0; d < st.devices.size(); ++d) {
+    if (from && from == caf::actor_cast<caf::strong_actor_ptr>(st.devices[d]))
+      reporter = static_cast<int>(d);
+    if (!endpoint.empty() && data_endpoint_of(st, static_cast<int>(d)) == endpoint)
+      peer = static_cast<int>(d);
+  }
+  st.unreachable.hold(reporter, peer, why, st.dead);
+}
+
+void judge_unreachable(server_self self, server_clock::time_point now) {
+  auto& st = self->state;
+  if (!st.heartbeats || ended(st))
+    return;
+  const auto lately = milliseconds(2 * st.opts.heartbeat_ms);
+  auto l = st.unreachable.judge(
+    st.dead, [&](int d) { return now - st.heartbeats->last_seen(d) <= lately; },
+    [&](int d) { return who(st, d); });
+  if (l)
+    node_lost(self, l->device, l->reason + " (not taken back)");
+}
+
 /// Node `d` is gone (`why`): before a plan there is nothing to plan around,
 /// and the start fails; after, the pipeline is planned around it.
 void node_lost(server_self self, int d, const std::string& why) {
@@ -423,10 +448,10 @@ void claim_nodes(server_self self) {
     self,
     [=](int d, std::function<void(std::string)> done) {
       self
-        // The node's own path timeouts: a path the server cannot use is found
-        // by the request that times out (ast_unrch is only logged here).
         ->request(self->state.devices[d], timeout, claim_atom::value, self->state.job,
-                  int64_t{0}, int64_t{0})
+                  int64_t{0},
+                  path_window_ms(self->state.opts.heartbeat_ms,
+                                 self->state.opts.heartbeat_misses))
         .then(
           [=](std::string& e, int64_t) {
             if (e.empty())

@@ -6,6 +6,7 @@
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/inference_stage.hpp"
 #include "asteroid/actors/server.hpp"
+#include "unreachable_reports.hpp"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -52,6 +53,9 @@ struct server_state {
   /// Those of them lost for their silence (heartbeats), not a closed
   /// connection: still pinged, and taken back when one answers.
   std::set<int> silent;
+  /// Reports of peers a node's data plane gave up on, and who they lose; a
+  /// node lost that way is in `dead` but not `silent`: not taken back.
+  detail::unreachable_reports unreachable;
   /// Bumped by every recovery: stages stamp their outputs with it, and an
   /// output of an older pipeline (a request it computed before the loss,
   /// answered again by the new one) is dropped.
@@ -111,6 +115,13 @@ void start_clock(server_self self);
 void start(server_self self);
 /// Node `d` is gone (`why`): plan around it, or fail.
 void node_lost(server_self self, int d, const std::string& why);
+/// Node `from` (the sender, -1: none of ours) cannot reach the data plane at
+/// `endpoint` (`why`): kept until judged (judge_unreachable).
+void hold_unreachable(server_self self, const caf::strong_actor_ptr& from,
+                      const std::string& endpoint, const std::string& why);
+/// Loses the device the reports held lose now, if any (a report about a node
+/// silent to heartbeats waits for them).
+void judge_unreachable(server_self self, server_clock::time_point now);
 /// Node `d`, lost for its silence, answered again: while serving, it is
 /// taken back and the model planned again over every node not lost (else
 /// nothing yet: its next answer tries again).

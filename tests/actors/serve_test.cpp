@@ -4,6 +4,7 @@
 // processes use ports 27600-27619 and 27623-27632.
 #include "job_test_helpers.hpp"
 
+#include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/inference_stage.hpp"
 #include "asteroid/actors/serve.hpp"
 #include "asteroid/actors/server.hpp"
@@ -574,6 +575,69 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
   CHECK(stats["generation"] == 3);
   REQUIRE(stats["stages"].size() == 3);
   CHECK(stats["stages"][1]["label"] == "s1@node1");
+}
+
+TEST_CASE("serve: a node's report that it cannot reach another over the data plane "
+          "loses that node for good, and the outputs stay the single-device ones",
+          "[serve]") {
+  auto o = cluster_options(3, 27637);
+  node_processes env{o};
+  auto& cluster = env.cluster;
+  auto& sys = *env.sys;
+  auto& devices = env.devices;
+  auto so = cnn_server(cluster, 4);
+  so.heartbeat_ms = 100;
+  so.heartbeat_misses = 5;
+  so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
+  auto model = fresh_model("cnn", 11);
+  auto server = actors::spawn_server(sys, so, devices, model);
+  stop_at_exit guard{server};
+  caf::scoped_actor self{sys};
+  REQUIRE(start(self, server).empty());
+  torch::NoGradGuard no_grad;
+  model->eval();
+  auto x = torch::randn({4, 1, 28, 28});
+  const auto want = model->forward(x);
+  auto answer_is_right = [&] {
+    auto a = ask(self, server, x);
+    INFO(a.first);
+    return a.first.empty()
+           && (serialization::decode_tensor(a.second) - want).abs().max().item<double>()
+                <= 1e-5;
+  };
+  REQUIRE(answer_is_right());
+  // What node 0's device sends when its data plane gives node 1 up (a path
+  // that failed while both answer heartbeats; the testbed's path_cut test
+  // makes a real one for a training job).
+  std::string node1_data;
+  self->request(devices[1], std::chrono::seconds(5), actors::caps_atom::value)
+    .receive([&](std::string& caps) {
+               node1_data = actors::data_endpoint(cluster.endpoints()[1],
+                                                  json::parse(caps).value("data_port", 0));
+             },
+             [&](caf::error& e) { FAIL(sys.render(e)); });
+  REQUIRE_FALSE(node1_data.empty());
+  caf::send_as(devices[0], server, actors::unreachable_atom::value, node1_data,
+               std::string("no connection within 1000 ms"));
+  json stats;
+  for (int i = 0; i < 100; ++i) {
+    stats = stats_of(self, server);
+    if (!stats.value("recoveries", json::array()).empty())
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  INFO(stats.dump());
+  REQUIRE(stats["recoveries"].size() == 1);
+  CHECK(stats["recoveries"][0]["lost"] == "node1");
+  CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
+             Catch::Contains("node0 cannot reach it over the data plane"));
+  CHECK(answer_is_right());
+  // Node 1 still answers heartbeats, but it stays out: no rejoin follows
+  // (a node lost for its silence would be back within a heartbeat or two).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  stats = stats_of(self, server);
+  CHECK(stats["recoveries"].size() == 1);
+  CHECK(answer_is_right());
 }
 
 TEST_CASE("serve: the planner plans with the links as measured between the nodes "

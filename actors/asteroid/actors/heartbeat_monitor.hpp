@@ -7,11 +7,24 @@
 /// every device each `interval` and declares a device dead once it has not
 /// answered for `misses` intervals. Pure bookkeeping: the caller owns the
 /// clock and the messages, so this is testable without actors.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
 
 namespace asteroid::actors {
+
+/// How long a node's data plane keeps trying a silent peer of a job whose
+/// heartbeats are `interval_ms` × `misses` before it gives the peer up and
+/// tells the job (`ast_claim`, data_plane::serve_job): that window and one
+/// more interval (at most 500 ms more). Why: a failed path between two
+/// nodes that both still answer heartbeats is then found about as fast as a
+/// silent node (within the window + 1 s), a link that heals within the
+/// window costs a stall, and a node that falls silent as a whole is still
+/// found by its heartbeats first, so the loss names that cause.
+inline int64_t path_window_ms(int64_t interval_ms, int misses) {
+  return interval_ms * misses + std::min<int64_t>(interval_ms, 500);
+}
 
 class heartbeat_monitor {
 public:

@@ -6,6 +6,7 @@
 /// stage, feeds the data (this process is the *primary*: the data never
 /// leaves it except as the first stage's inputs and the last stage's labels),
 /// drives the iterations and collects metrics.
+#include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/protocol.hpp"
 #include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/data/dataset.hpp"
@@ -69,16 +70,9 @@ struct fault_tolerance_options {
   int64_t checkpoint_every = 10;
 };
 
-/// How long a node's data plane keeps trying a silent peer of this job
-/// before it gives the peer up and tells the supervisor (`ast_claim`,
-/// data_plane::serve_job): the heartbeat window and one more interval (at
-/// most 500 ms more). Why: a failed path between two nodes that both still
-/// answer heartbeats is then found about as fast as a silent node (within
-/// the window + 1 s), a link that heals within the window costs a stall,
-/// and a node that falls silent as a whole is still found by its heartbeats
-/// first, so the loss names that cause.
+/// The job's path window (heartbeat_monitor.hpp's path_window_ms says why).
 inline int64_t path_window_ms(const fault_tolerance_options& ft) {
-  return ft.heartbeat_ms * ft.heartbeat_misses + std::min<int64_t>(ft.heartbeat_ms, 500);
+  return path_window_ms(ft.heartbeat_ms, ft.heartbeat_misses);
 }
 
 /// A scripted fault (fault injection for experiments and tests).

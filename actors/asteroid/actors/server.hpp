@@ -117,6 +117,10 @@ using server_actor = caf::typed_actor<
   caf::reacts_to<caf::tick_atom>,
   /// A node's answer to the server's ping (its index and the round).
   caf::reacts_to<heartbeat_atom, int64_t>,
+  /// From a node the server claimed: its data plane gave up on the peer at
+  /// `endpoint` (why). Handled as the loss of one of the two, which stays
+  /// out (unreachable_reports.hpp, as a training job does).
+  caf::reacts_to<unreachable_atom, std::string, std::string>,
   /// Stops the stages, frees the nodes, fails what is not answered.
   caf::reacts_to<stop_atom>>;
 
