@@ -15,8 +15,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -242,6 +245,35 @@ TEST_CASE("data plane with credentials: members exchange frames, others are "
   CHECK((m.step == 6 && m.payload == "after"));
   a->stop();
   b->stop();
+}
+
+TEST_CASE("data plane with credentials: a connection is AES-128-GCM even with "
+          "a peer that prefers AES-256-GCM (OpenSSL's own order)") {
+  two_clusters k;
+  actors::data_plane::options o;
+  o.tls = k.of("b");
+  auto b = actors::data_plane::start(o);
+  const auto a = k.of("a");
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  REQUIRE(ctx);
+  REQUIRE(SSL_CTX_set_ciphersuites(ctx, "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256") == 1);
+  REQUIRE(SSL_CTX_use_certificate_chain_file(ctx, a.cert.c_str()) == 1);
+  REQUIRE(SSL_CTX_use_PrivateKey_file(ctx, a.key.c_str(), SSL_FILETYPE_PEM) == 1);
+  REQUIRE(SSL_CTX_load_verify_locations(ctx, a.ca.c_str(), nullptr) == 1);
+  int fd = test::connect_loopback(b->port());
+  REQUIRE(fd >= 0);
+  timeval five{5, 0}; // a handshake that stalls fails the test, not hangs it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &five, sizeof five);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  const int connected = SSL_connect(ssl);
+  const std::string cipher = connected == 1 ? SSL_get_cipher_name(ssl) : "no handshake";
+  SSL_free(ssl);
+  ::close(fd);
+  SSL_CTX_free(ctx);
+  b->stop();
+  CHECK(cipher == "TLS_AES_128_GCM_SHA256");
 }
 
 TEST_CASE("data plane with credentials: members' connections closed for "
