@@ -252,6 +252,13 @@ void sequential_model_impl::load_range_state(int first, int end,
         "load_range_state: tensor '" + name + "' has shape "
         + to_string(it->second.sizes().vec()) + ", expected "
         + to_string(dst.sizes().vec()));
+    // Integers copied into weights would be truncated values taken silently
+    // (a checkpoint or snapshot no run of this model wrote).
+    if (dst.is_floating_point() && !it->second.is_floating_point())
+      throw std::invalid_argument("load_range_state: tensor '" + name + "' holds "
+                                  + std::string(c10::toString(it->second.scalar_type()))
+                                  + " values, expected "
+                                  + std::string(c10::toString(dst.scalar_type())));
   }
   if (given.size() != own.size()) {
     std::map<std::string, bool> known;

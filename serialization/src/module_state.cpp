@@ -32,6 +32,12 @@ void load_module_state(torch::nn::Module& module, const named_tensors& state) {
       throw std::invalid_argument("module state: '" + name + "' has shape "
                                   + (t.defined() ? c10::str(t.sizes()) : "<undefined>")
                                   + " but the module expects " + c10::str(target.sizes()));
+    // Integers copied into weights would be truncated values taken silently.
+    if (target.is_floating_point() && !t.is_floating_point())
+      throw std::invalid_argument("module state: '" + name + "' holds "
+                                  + c10::toString(t.scalar_type())
+                                  + " values but the module expects "
+                                  + c10::toString(target.scalar_type()));
   }
   for (const auto& [name, target] : targets)
     if (!saved.count(name))

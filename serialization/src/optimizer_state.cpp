@@ -62,6 +62,11 @@ torch::Tensor restored(const torch::Tensor& src, const torch::Tensor& param,
     throw std::invalid_argument("optimizer state: " + name + " has shape "
                                 + c10::str(src.sizes()) + " but the parameter has "
                                 + c10::str(param.sizes()));
+  if (param.is_floating_point() && !src.is_floating_point())
+    throw std::invalid_argument("optimizer state: " + name + " holds "
+                                + c10::toString(src.scalar_type())
+                                + " values but the parameter is "
+                                + c10::toString(param.scalar_type()));
   return src.to(param.device(), param.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
 }
 

@@ -48,5 +48,9 @@ TEST_CASE("module state mismatches are named", "[module_state][errors]") {
   auto dup = state;
   dup.push_back(state[0]);
   CHECK_THROWS_WITH(load_module_state(*m, dup), "module state: duplicate tensor 'weight'");
+  auto integers = state;
+  integers[0].second = integers[0].second.to(torch::kLong);
+  CHECK_THROWS_WITH(load_module_state(*m, integers),
+                    "module state: 'weight' holds Long values but the module expects Float");
   CHECK(torch::equal(m->weight, before)); // nothing half-loaded
 }

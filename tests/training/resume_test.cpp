@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <cstdio>
 #include <limits>
+#include <random>
 
 using namespace asteroid;
 
@@ -158,4 +160,95 @@ TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
   ck = good;
   ck.step = good.step + 1;
   refused(ck, "step " + std::to_string(good.step + 1) + " does not match its epoch");
+}
+
+TEST_CASE("mutated checkpoints (valid checksums) resume or are refused by name",
+          "[training][resume][fuzz]") {
+  auto o = resuming_two_steps("fuzz-base.ckpt");
+  const auto base = serialization::load_checkpoint(o.resume_from);
+  const auto path = std::string{ASTEROID_TEST_TMP} + "/fuzz-mutated.ckpt";
+  std::mt19937_64 rng(31);
+  const std::vector<int64_t> odd{-1, 0, 1, 7, -64, 1 << 20, std::numeric_limits<int64_t>::max(),
+                                 std::numeric_limits<int64_t>::min()};
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  int ran = 0, refused = 0;
+  const int rounds = 200;
+  for (int i = 0; i < rounds; ++i) {
+    auto c = base;
+    const bool in_model = pick(2) != 0;
+    auto& ts = in_model ? c.model_state : c.optimizer.tensors;
+    std::string what;
+    bool must_refuse = false; // a checkpoint no run could have written
+    switch (pick(10)) {
+      case 0: c.step = odd[pick(odd.size())]; what = "step"; break;
+      case 1: c.epoch = odd[pick(odd.size())]; what = "epoch"; break;
+      case 2: c.data_position = odd[pick(odd.size())]; what = "data position"; break;
+      case 3:
+        if (!ts.empty()) {
+          auto& t = ts[pick(ts.size())].second;
+          must_refuse = true; // flattened, or one element more: never its shape
+          t = t.dim() > 1 ? t.reshape({-1}) : torch::zeros({t.numel() + 1});
+        }
+        what = "a tensor's shape";
+        break;
+      case 4:
+        if (!ts.empty()) {
+          auto& t = ts[pick(ts.size())].second;
+          must_refuse = pick(2) != 0;
+          t = t.to(must_refuse ? torch::kLong : torch::kDouble); // doubles: a cast, no loss
+        }
+        what = "a tensor's type";
+        break;
+      case 5:
+        // A parameter's whole optimizer state may be absent (one never
+        // stepped); a module tensor may not.
+        must_refuse = in_model && !ts.empty();
+        if (!ts.empty())
+          ts.erase(ts.begin() + static_cast<long>(pick(ts.size())));
+        what = "a tensor gone";
+        break;
+      case 6:
+        must_refuse = !ts.empty();
+        if (!ts.empty())
+          ts[pick(ts.size())].first += "x";
+        what = "a tensor renamed";
+        break;
+      case 7:
+        c.model_name = pick(2) ? "cnn" : "no-such-model";
+        must_refuse = true;
+        what = "model";
+        break;
+      case 8: {
+        const char* docs[] = {"{}", "not json", "{\"hidden_sizes\": [7]}", "[1]",
+                              "{\"num_classes\": 3}"};
+        c.model_options_json = docs[pick(5)];
+        what = "model options";
+        break;
+      }
+      default:
+        c.optimizer.kind = pick(2) ? "adam" : "?";
+        what = "optimizer kind";
+        break;
+    }
+    serialization::save_checkpoint(path, c);
+    auto again = o;
+    again.resume_from = path;
+    again.max_steps = 4;
+    INFO("round " << i << ": " << what);
+    try {
+      training::trainer t{again};
+      t.run();
+      ++ran;
+      CHECK_FALSE(must_refuse);
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      INFO("error: " << msg);
+      CHECK(msg.find("fuzz-mutated.ckpt") != std::string::npos);
+      CHECK(msg.find("Exception raised from") == std::string::npos);
+      ++refused;
+    }
+  }
+  std::printf("[checkpoint fuzz] %d mutated checkpoints: %d resumed and trained, %d refused "
+              "naming the file\n", rounds, ran, refused);
+  CHECK(refused > rounds / 4);
 }
