@@ -1,7 +1,7 @@
 // Links that heal (issue 21, item 4): connections broken in the middle of a
 // stream of frames, from either end, cost neither a frame nor a duplicate;
 // a peer whose process is gone is given up at once, one out of reach after
-// the heal timeout, and a peer that answers with anything but
+// the heal timeout (or a served job's path window), and a peer that answers with anything but
 // acknowledgements is closed and the frame written again. Two planes in this
 // process, or one and a raw socket, on loopback.
 #include "asteroid/actors/credentials.hpp"
@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>

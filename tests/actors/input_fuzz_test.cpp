@@ -1,8 +1,11 @@
 // Mutated inputs (issue 21, item 6): job files, cluster files, serve files
 // and data-plane frames. Each mutated input is either accepted or refused with
 // an error that names its file (or is a wire_error, for frames); no other
-// exception, no crash, no hang. Checkpoints are fuzzed with re-sealed
-// checksums in tests/serialization/checkpoint_test.cpp.
+// exception, no crash, no hang. Job files that parse are then run (three
+// in-process devices, three steps) and cluster files that parse are planned:
+// each runs or fails in the input's terms. Checkpoints are fuzzed with
+// re-sealed checksums in tests/serialization/checkpoint_test.cpp (decoding)
+// and tests/training/resume_test.cpp (resuming).
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"

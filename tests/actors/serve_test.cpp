@@ -1,7 +1,7 @@
 // The inference server (server.hpp, serve.hpp): a model partitioned over
 // devices answers every request once, in order, with what one device would
 // compute; bad requests and lost nodes get errors, never a hang. Node
-// processes use ports 27600-27619 and 27623-27632.
+// processes use ports 27600-27619, 27623-27632 and 27637-27639.
 #include "job_test_helpers.hpp"
 
 #include "asteroid/actors/data_plane.hpp"
