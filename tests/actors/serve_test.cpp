@@ -131,6 +131,43 @@ std::string start(caf::scoped_actor& self, const actors::server_actor& server) {
   return out;
 }
 
+/// The cnn served over three node processes, one stage each (layers [0, 1),
+/// [1, 3), [3, 4)), heartbeats every 100 ms, 5 misses, started;
+/// `answer_is_right()` sends one request and says whether its answer is the
+/// single-device one.
+struct three_node_cnn {
+  node_processes env;
+  models::sequential_model model;
+  actors::server_actor server;
+  stop_at_exit guard;
+  caf::scoped_actor self;
+  torch::Tensor x, want;
+  three_node_cnn(uint16_t port, uint64_t seed)
+    : env{cluster_options(3, port)}, model{fresh_model("cnn", seed)},
+      server{actors::spawn_server(*env.sys, options(env.cluster), env.devices, model)},
+      guard{server}, self{*env.sys} {
+    REQUIRE(start(self, server).empty());
+    torch::NoGradGuard no_grad;
+    model->eval();
+    x = torch::randn({4, 1, 28, 28});
+    want = model->forward(x);
+  }
+  static actors::server_options options(const actors::local_cluster& cluster) {
+    auto so = cnn_server(cluster, 4);
+    so.heartbeat_ms = 100;
+    so.heartbeat_misses = 5;
+    so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
+    return so;
+  }
+  bool answer_is_right() {
+    auto a = ask(self, server, x);
+    INFO(a.first);
+    return a.first.empty()
+           && (serialization::decode_tensor(a.second) - want).abs().max().item<double>()
+                <= 1e-5;
+  }
+};
+
 } // namespace
 
 TEST_CASE("serve: a 4-stage cnn pipeline answers every request once and in order "
@@ -520,33 +557,12 @@ TEST_CASE("serve: a node that hangs with its connection open (SIGSTOP) while 1,0
 TEST_CASE("serve: a node that hung and answers again is taken back into the pipeline, "
           "and the outputs stay the single-device ones",
           "[serve]") {
-  auto o = cluster_options(3, 27630);
-  node_processes env{o};
-  auto& cluster = env.cluster;
-  auto& sys = *env.sys;
-  auto& devices = env.devices;
-  auto so = cnn_server(cluster, 4);
-  so.heartbeat_ms = 100;
-  so.heartbeat_misses = 5;
-  so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
-  auto model = fresh_model("cnn", 10);
-  auto server = actors::spawn_server(sys, so, devices, model);
-  stop_at_exit guard{server};
-  caf::scoped_actor self{sys};
-  REQUIRE(start(self, server).empty());
-  torch::NoGradGuard no_grad;
-  model->eval();
-  auto x = torch::randn({4, 1, 28, 28});
-  const auto want = model->forward(x);
-  auto answer_is_right = [&] {
-    auto a = ask(self, server, x);
-    INFO(a.first);
-    return a.first.empty()
-           && (serialization::decode_tensor(a.second) - want).abs().max().item<double>()
-                <= 1e-5;
-  };
+  three_node_cnn served{27630, 10};
+  auto& self = served.self;
+  auto& server = served.server;
+  auto answer_is_right = [&] { return served.answer_is_right(); };
   REQUIRE(answer_is_right());
-  const auto victim = cluster.pids()[1];
+  const auto victim = served.env.cluster.pids()[1];
   ::kill(victim, SIGSTOP);
   // Answered by the pipeline planned around the silent node.
   bool right_without = false;
@@ -580,31 +596,12 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
 TEST_CASE("serve: a node's report that it cannot reach another over the data plane "
           "loses that node for good, and the outputs stay the single-device ones",
           "[serve]") {
-  auto o = cluster_options(3, 27637);
-  node_processes env{o};
-  auto& cluster = env.cluster;
-  auto& sys = *env.sys;
-  auto& devices = env.devices;
-  auto so = cnn_server(cluster, 4);
-  so.heartbeat_ms = 100;
-  so.heartbeat_misses = 5;
-  so.plan = one_stage_per_layer_group({{0, 1}, {1, 3}, {3, 4}});
-  auto model = fresh_model("cnn", 11);
-  auto server = actors::spawn_server(sys, so, devices, model);
-  stop_at_exit guard{server};
-  caf::scoped_actor self{sys};
-  REQUIRE(start(self, server).empty());
-  torch::NoGradGuard no_grad;
-  model->eval();
-  auto x = torch::randn({4, 1, 28, 28});
-  const auto want = model->forward(x);
-  auto answer_is_right = [&] {
-    auto a = ask(self, server, x);
-    INFO(a.first);
-    return a.first.empty()
-           && (serialization::decode_tensor(a.second) - want).abs().max().item<double>()
-                <= 1e-5;
-  };
+  three_node_cnn served{27637, 11};
+  auto& self = served.self;
+  auto& server = served.server;
+  auto& devices = served.env.devices;
+  auto& sys = *served.env.sys;
+  auto answer_is_right = [&] { return served.answer_is_right(); };
   REQUIRE(answer_is_right());
   // What node 0's device sends when its data plane gives node 1 up (a path
   // that failed while both answer heartbeats; the testbed's path_cut test
@@ -612,7 +609,7 @@ TEST_CASE("serve: a node's report that it cannot reach another over the data pla
   std::string node1_data;
   self->request(devices[1], std::chrono::seconds(5), actors::caps_atom::value)
     .receive([&](std::string& caps) {
-               node1_data = actors::data_endpoint(cluster.endpoints()[1],
+               node1_data = actors::data_endpoint(served.env.cluster.endpoints()[1],
                                                   json::parse(caps).value("data_port", 0));
              },
              [&](caf::error& e) { FAIL(sys.render(e)); });
