@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <random>
 
@@ -160,6 +160,13 @@ TEST_CASE("resume refuses a checkpoint whose checksum holds but whose "
   ck = good;
   ck.step = good.step + 1;
   refused(ck, "step " + std::to_string(good.step + 1) + " does not match its epoch");
+  // Other model options, even ones that change no shape, or none readable.
+  ck = good;
+  ck.model_options_json = R"({"dropout": 0.5})";
+  refused(ck, "it was written with model options {\"dropout\":0.5}, this run has");
+  ck = good;
+  ck.model_options_json = "not json";
+  refused(ck, "its model options are not valid JSON");
 }
 
 TEST_CASE("mutated checkpoints (valid checksums) resume or are refused by name",
@@ -222,6 +229,7 @@ TEST_CASE("mutated checkpoints (valid checksums) resume or are refused by name",
         const char* docs[] = {"{}", "not json", "{\"hidden_sizes\": [7]}", "[1]",
                               "{\"num_classes\": 3}"};
         c.model_options_json = docs[pick(5)];
+        must_refuse = c.model_options_json != base.model_options_json;
         what = "model options";
         break;
       }

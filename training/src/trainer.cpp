@@ -111,6 +111,15 @@ void trainer::restore(const std::string& path) {
   if (ck.model_name != options_.model)
     fail("it holds model '" + ck.model_name + "', this run trains '"
          + options_.model + "'");
+  // Options that leave every shape alone (dropout, say) would otherwise
+  // resume a different model without a word.
+  auto saved_options = nlohmann::json::parse(ck.model_options_json, nullptr, false);
+  if (saved_options.is_discarded())
+    fail("its model options are not valid JSON");
+  const auto our_options = to_json(options_.model_options);
+  if (saved_options != our_options)
+    fail("it was written with model options " + saved_options.dump() + ", this run has "
+         + our_options.dump());
   auto meta = nlohmann::json::parse(ck.metadata, nullptr, false);
   if (meta.is_discarded())
     fail("its run metadata is not valid JSON");
