@@ -115,8 +115,9 @@ void start_clock(server_self self);
 void start(server_self self);
 /// Node `d` is gone (`why`): plan around it, or fail.
 void node_lost(server_self self, int d, const std::string& why);
-/// Node `from` (the sender, -1: none of ours) cannot reach the data plane at
-/// `endpoint` (`why`): kept until judged (judge_unreachable).
+/// The sender `from` (a node of this server, or the report is dropped)
+/// cannot reach the data plane at `endpoint` (`why`): kept until judged
+/// (judge_unreachable).
 void hold_unreachable(server_self self, const caf::strong_actor_ptr& from,
                       const std::string& endpoint, const std::string& why);
 /// Loses the device the reports held lose now, if any (a report about a node

@@ -17,6 +17,7 @@
 #include "asteroid/planner/planner.hpp"
 #include "asteroid/serialization/wire_error.hpp"
 
+#include "in_process.hpp"
 #include "job_control.hpp"
 #include "raw_socket.hpp"
 
@@ -198,20 +199,13 @@ TEST_CASE("mutated job files that parse run on in-process devices or fail "
     job.nodes.clear(); // in-process devices have no endpoints
     INFO("input: " << doc.dump());
     // Fresh devices each time: what one job left on them is not this test's.
-    caf::actor_system_config cfg;
-    actors::configure(cfg);
-    caf::actor_system sys{cfg};
-    std::vector<actors::device_actor> devices;
-    for (int d = 0; d < 3; ++d) {
-      actors::device_options o;
-      o.name = "dev" + std::to_string(d);
-      devices.push_back(actors::spawn_device(sys, o));
-    }
+    test::in_process env{3};
     try {
       actors::detail::job_inputs in;
       in.job = job;
       actors::detail::load_job_data_and_model(in);
-      auto r = actors::run_job(sys, in.job, devices, std::move(in.model), in.train, in.test);
+      auto r = actors::run_job(*env.sys, in.job, env.devices, std::move(in.model), in.train,
+                               in.test);
       CHECK(r.steps <= 3);
       ++ran;
     } catch (const std::exception& e) {
@@ -226,10 +220,6 @@ TEST_CASE("mutated job files that parse run on in-process devices or fail "
       CHECK(what.find("@dev") == std::string::npos);
       ++failed;
       ++failures[what.substr(0, 60)];
-    }
-    for (auto& d : devices) {
-      caf::anon_send(d, actors::stop_atom::value);
-      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
     }
   }
   const auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

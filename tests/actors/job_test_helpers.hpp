@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the runtime and fault-tolerance tests: synthetic data,
 // the single-device reference run, plans, jobs and local clusters.
+#include "in_process.hpp"
+
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/planner/given_plan.hpp"
@@ -124,34 +126,6 @@ inline actors::job_result run_on_cluster(actors::job_spec job,
                          fresh_model(job.model, job.seed, job.model_options), train,
                          nullptr);
 }
-
-/// An actor system with `n` devices in this process, each emulated
-/// `slowdown` times slower than the host; device i's memory budget is
-/// `memory[i]` where given.
-struct in_process {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  std::vector<actors::device_actor> devices;
-  explicit in_process(int n, double slowdown = 1.0,
-                      const std::vector<int64_t>& memory = {}) {
-    actors::configure(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    for (int i = 0; i < n; ++i) {
-      actors::device_options o;
-      o.name = "dev" + std::to_string(i);
-      o.slowdown = slowdown;
-      if (static_cast<size_t>(i) < memory.size())
-        o.memory_bytes = memory[static_cast<size_t>(i)];
-      devices.push_back(actors::spawn_device(*sys, o));
-    }
-  }
-  ~in_process() {
-    for (auto& d : devices) {
-      caf::anon_send(d, actors::stop_atom::value);
-      caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
-    }
-  }
-};
 
 inline std::string slurp(const std::string& path) {
   std::ifstream in{path};

@@ -147,11 +147,14 @@ public:
   /// `path_window` > 0: while serving this job, a link gives a silent peer
   /// up about that long after the silence began (half of it as
   /// `silence_timeout`, the rest as `heal_timeout`; while a link heals, each
-  /// wait for TCP to connect is cut to what is left of it, and to 1 s; a TLS
-  /// handshake with a peer that answered still gets `connect_timeout`). Why: the job's supervisor finds a
-  /// silent node in its heartbeat window, and a path between two nodes that
-  /// fails while both still answer it should cost no more; a link that fails
-  /// and heals within the window costs a stall. 0: the options' timeouts.
+  /// wait for TCP to connect is cut to what is left of it, and to 1 s; a
+  /// TLS handshake with a peer that answered still gets `connect_timeout`).
+  /// Why: the job's supervisor finds a silent node in its heartbeat window,
+  /// and a path between two nodes that fails while both still answer it
+  /// should cost no more. A cut shorter than the silence half resumes on
+  /// the same connection; a longer one heals only if an attempt to connect
+  /// (one SYN each) gets through before the window runs out. 0: the
+  /// options' timeouts.
   void serve_job(int64_t job, std::chrono::milliseconds path_window = {});
   int64_t job() const;
   /// Frames whose destination is `a.id()` are delivered to `a` until it

@@ -19,9 +19,10 @@ namespace asteroid::actors {
 /// tells the job (`ast_claim`, data_plane::serve_job): that window and one
 /// more interval (at most 500 ms more). Why: a failed path between two
 /// nodes that both still answer heartbeats is then found about as fast as a
-/// silent node (within the window + 1 s), a link that heals within the
-/// window costs a stall, and a node that falls silent as a whole is still
-/// found by its heartbeats first, so the loss names that cause.
+/// silent node (within the window + 1 s), a link that heals well within
+/// the window costs a stall (data_plane::serve_job says how well), and a
+/// node that falls silent as a whole is still found by its heartbeats
+/// first, so the loss names that cause.
 inline int64_t path_window_ms(int64_t interval_ms, int misses) {
   return interval_ms * misses + std::min<int64_t>(interval_ms, 500);
 }

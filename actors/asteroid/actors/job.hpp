@@ -18,7 +18,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
