@@ -457,6 +457,35 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         r = {}; // read to the end (or past it): the copy is not kept
       return {std::string{}, std::move(piece), total};
     },
+    [=](copy_atom, const std::string& key, int64_t version, const std::string& endpoint,
+        uint64_t destination) -> std::string {
+      auto why = refusal(self, "a snapshot copy");
+      if (!why.empty())
+        return why;
+      auto& st = self->state;
+      if (!st.dp)
+        return st.opts.name + " has no data plane to copy a snapshot over";
+      auto bytes = held_snapshot(self, key, version);
+      if (!bytes)
+        return no_snapshot(self, key, version);
+      serialization::tensor_message m;
+      m.kind = serialization::tensor_kind::snapshot;
+      m.job = st.claim.job();
+      m.step = version;
+      m.key = key;
+      m.payload = std::move(*bytes);
+      try {
+        auto err = make_tcp_channel(st.dp, endpoint, destination)->send(self, std::move(m));
+        if (!err.empty())
+          return st.opts.name + " could not copy snapshot " + key + " to " + endpoint
+                 + ": " + err;
+      } catch (const std::invalid_argument& e) {
+        return st.opts.name + " could not copy snapshot " + key + ": " + e.what();
+      }
+      spdlog::info("{}: copying snapshot {} of version {} to {}", st.opts.name, key,
+                   version, endpoint);
+      return {};
+    },
     [=](upload_atom, int64_t upload, int64_t total, int64_t offset, std::string& piece)
       -> std::string {
       auto why = refusal(self, "a state upload");

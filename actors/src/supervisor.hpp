@@ -249,6 +249,13 @@ private:
                             const std::string& what);
   serialization::named_tensors fetch_full_state(
     const std::map<int, json>& inv, int64_t version);
+  /// Copies, node to node over the data plane, the snapshots with which the
+  /// devices of `next` can rebuild their stages at `src.version` from their
+  /// own nodes' snapshots (snapshot_copies.hpp), and updates
+  /// `src.inventories` for the devices that then can. Returns how many
+  /// copies arrived. A copy refused or not arrived in time is logged and
+  /// left to fetch_full_state.
+  int copy_snapshots(const planner::plan& next, state_source& src);
   serialization::named_tensors gather_full_state();
   /// The state replica `r` holds now (its stage's tensors); throws naming
   /// the stage and node when it does not answer.

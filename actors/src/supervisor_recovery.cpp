@@ -147,10 +147,12 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
     if (!dead_.count(d))
       self_->send(devices_[d], halt_atom::value, int64_t{generation_});
   std::vector<std::string> changes;
+  int copied = 0;
   // Planned again, on fewer devices, when one more is lost meanwhile.
   auto make = [&]() -> std::pair<planner::plan, state_source> {
     mode = ft().recovery;
     changes.clear();
+    copied = 0;
     state_source src;
     planner::plan next;
     if (mode == "restart") {
@@ -192,6 +194,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
       } else {
         next = fresh_plan_on_survivors();
       }
+      copied = copy_snapshots(next, src);
       bool all_local = true;
       for (auto& st : next.stages)
         for (int d : st.devices)
@@ -217,6 +220,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"failed_step", failed_step},
                {"resume_step", src.version},
                {"replayed_steps", failed_step - src.version},
+               {"copied_snapshots", copied},
                {"recover_s", seconds_between(t_begin, clock::now())},
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},

@@ -350,13 +350,14 @@ TEST_CASE("a killed device that is a whole stage: its layers merge into the "
   CHECK(r.plan.stages[1].devices == std::vector<int>{3});
 }
 
-TEST_CASE("stage states larger than one message piece are deployed, fetched "
-          "and shipped in pieces (mlp 1024-512, 3 processes)") {
+TEST_CASE("stage states larger than one message piece are deployed in "
+          "pieces and copied node to node (mlp 1024-512, 3 processes)") {
   // Stage 0's weights (784 x 1024) and stage 1's weights and momentum are
   // several pieces each (state_uploads.hpp); the killed device is stage 1,
   // whose layers then merge into stage 0: one member restores them from
-  // its node's backup, the other gets them fetched from that node and
-  // shipped, both in pieces.
+  // its node's backup, the other gets the backup copied over the data
+  // plane from that node (snapshot_copies.hpp), or, without a data plane,
+  // fetched by the supervisor and shipped, in pieces.
   auto step = random_step(2, 10);
   INFO("kill at step " << step);
   auto job = base_job("mlp", make_plan(16, 2, {{0, 1, {0, 1}, {3, 5}},
@@ -364,20 +365,34 @@ TEST_CASE("stage states larger than one message piece are deployed, fetched "
   job.model_options = {{"hidden_sizes", {1024, 512}}};
   job.max_steps = 12;
   job.faults = {fault(2, step, "kill")};
-  auto r = run_and_compare(job, 3, 27435, "pieces, kill at step " + std::to_string(step));
+  uint16_t port = 27435;
+  int copies = 1, shipped_to_node1 = 1;
+  SECTION("copied node to node") {}
+  SECTION("without a data plane: fetched and shipped") {
+    job.data_plane = false;
+    port = 27510;
+    copies = 0;
+    shipped_to_node1 = 2;
+  }
+  auto r = run_and_compare(job, 3, port, "pieces, kill at step " + std::to_string(step));
   REQUIRE(r.plan.num_stages() == 1);
   CHECK(r.plan.stages[0].devices.size() == 2);
-  // Both members of the first stage 0 got its weights in pieces.
-  int first_deployments = 0;
+  auto* recovered = find_event(r, "recovered");
+  REQUIRE(recovered);
+  CHECK((*recovered)["copied_snapshots"] == copies);
+  // Both members of the first stage 0 got its weights in pieces; node 1
+  // got the merged stage's in pieces again only when nothing was copied.
+  int shipped[2] = {0, 0};
   for (int node = 0; node < 2; ++node) {
-    std::ifstream log{std::string(ASTEROID_TEST_TMP) + "/actors-27435/node"
-                      + std::to_string(node) + ".log"};
+    std::ifstream log{std::string(ASTEROID_TEST_TMP) + "/actors-" + std::to_string(port)
+                      + "/node" + std::to_string(node) + ".log"};
     std::string line;
     while (std::getline(log, line))
-      first_deployments += line.find("s0r" + std::to_string(node) + "@") != std::string::npos
-                           && line.find("sent in pieces") != std::string::npos;
+      shipped[node] += line.find("s0r" + std::to_string(node) + "@") != std::string::npos
+                       && line.find("sent in pieces") != std::string::npos;
   }
-  CHECK(first_deployments >= 2);
+  CHECK(shipped[0] == 1);
+  CHECK(shipped[1] == shipped_to_node1);
 }
 
 TEST_CASE("two devices lost at once recover too (cnn, 4 processes)") {

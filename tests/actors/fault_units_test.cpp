@@ -1,6 +1,7 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
 // heartbeat bookkeeping, the node's snapshot store, stage states.
 #include "path_blame.hpp"
+#include "snapshot_copies.hpp"
 #include "unreachable_reports.hpp"
 
 #include "asteroid/actors/heartbeat_monitor.hpp"
@@ -429,4 +430,48 @@ TEST_CASE("unreachable_reports: a report about a peer silent to heartbeats "
   lost.insert(1);
   CHECK_FALSE(reports.judge(lost, answers, name));
   CHECK(reports.held() == 0);
+}
+
+TEST_CASE("plan_snapshot_copies: the fewest whole ranges that tile a need") {
+  using actors::detail::plan_snapshot_copies;
+  using actors::detail::snapshot_copy;
+  using nlohmann::json;
+  auto described = [](const std::vector<snapshot_copy>& copies) {
+    std::vector<std::string> out;
+    for (const auto& c : copies)
+      out.push_back(std::to_string(c.holder) + ">" + std::to_string(c.target) + " "
+                    + c.key);
+    return out;
+  };
+  // Device 0 ran layers 0-1 and keeps stage 1's backup (1-3); device 1 ran
+  // 0-1; device 2 (1-3) is lost. The merged stage 0-3 runs on 0 and 1.
+  std::map<int, json> inv{{0, {{"L0-1", {4, 5}}, {"L1-3", {4, 5}}}},
+                          {1, {{"L0-1", {4, 5}}}}};
+  auto copies = plan_snapshot_copies({{0, 0, 3}, {1, 0, 3}}, inv, 5);
+  CHECK(described(copies) == std::vector<std::string>{"0>1 L1-3"});
+  // At a version nobody holds, or for a range nobody tiles: no copies.
+  CHECK(plan_snapshot_copies({{1, 0, 3}}, inv, 6).empty());
+  CHECK(plan_snapshot_copies({{1, 0, 2}}, inv, 5).empty());
+  // Ranges the device holds cost nothing: 0-1 stays and 1-3 comes over
+  // (2 layers cross a link), not a copy of 0-3 (3 layers); a device that
+  // holds nothing gets 0-3 in one copy.
+  inv[2] = {{"L0-3", {5}}};
+  CHECK(described(plan_snapshot_copies({{1, 0, 3}}, inv, 5))
+        == std::vector<std::string>{"0>1 L1-3"});
+  inv[1] = json::object();
+  CHECK(described(plan_snapshot_copies({{1, 0, 3}}, inv, 5))
+        == std::vector<std::string>{"2>1 L0-3"});
+  // A greedy longest first range (0-2) would strand the tiling at 2.
+  std::map<int, json> gaps{{0, {{"L0-2", {1}}, {"L0-1", {1}}}}, {1, {{"L1-4", {1}}}},
+                           {2, json::object()}};
+  CHECK(described(plan_snapshot_copies({{2, 0, 4}}, gaps, 1))
+        == std::vector<std::string>{"1>2 L1-4", "0>2 L0-1"});
+  // The same range for two targets comes from two holders when it can.
+  std::map<int, json> two{{0, {{"L0-2", {3}}}}, {1, {{"L0-2", {3}}}},
+                          {2, json::object()}, {3, json::object()}};
+  CHECK(described(plan_snapshot_copies({{2, 0, 2}, {3, 0, 2}}, two, 3))
+        == std::vector<std::string>{"0>2 L0-2", "1>3 L0-2"});
+  // Versions that are not integers and keys that do not parse are ignored.
+  std::map<int, json> odd{{0, {{"L0-2", {"3"}}, {"x", {3}}}}, {1, json::object()}};
+  CHECK(plan_snapshot_copies({{1, 0, 2}}, odd, 3).empty());
 }

@@ -63,6 +63,7 @@ using hog_atom = caf::atom_constant<caf::atom("ast_hog")>;
 using serve_atom = caf::atom_constant<caf::atom("ast_serve")>;
 using stats_atom = caf::atom_constant<caf::atom("ast_stats")>;
 using upload_atom = caf::atom_constant<caf::atom("ast_upload")>;
+using copy_atom = caf::atom_constant<caf::atom("ast_copy")>;
 /// A node's data plane gave up on a peer: (endpoint, why), from the device
 /// to the supervisor that claimed it (data_plane::on_unreachable).
 using unreachable_atom = caf::atom_constant<caf::atom("ast_unrch")>;
@@ -120,6 +121,12 @@ using device_actor = caf::typed_actor<
   /// `state_piece_bytes` from the offset, the snapshot's total size.
   caf::replies_to<fetch_atom, std::string, int64_t, int64_t>::with<std::string, std::string,
                                                                  int64_t>,
+  /// Sends this node's snapshot (range key, version) over the data plane
+  /// to the device actor with id `destination` of the node whose data
+  /// plane listens at `endpoint` ("host:port"), which keeps it as a
+  /// snapshot of its own (a recovery's copy from node to node): error,
+  /// "" once the frame is handed to the data plane.
+  caf::replies_to<copy_atom, std::string, int64_t, std::string, uint64_t>::with<std::string>,
   /// A piece of a stage state for a deployment to come (upload number,
   /// total bytes, offset, at most `state_piece_bytes`): error. Pieces come
   /// in order; a deployment names the upload ("state_upload" in its spec).
