@@ -73,6 +73,15 @@ struct program {
           [&](caf::error& e) { out.first = sys->render(e); });
     return out;
   }
+  /// Error of a request to copy a snapshot to another node's data plane.
+  std::string copy(const std::string& key, int64_t version, const std::string& endpoint) {
+    std::string out = "no reply";
+    (*self)->request(node, timeout, actors::copy_atom::value, key, version, endpoint,
+                     uint64_t{1})
+      .receive([&](std::string& e) { out = e; },
+               [&](caf::error& e) { out = sys->render(e); });
+    return out;
+  }
   /// Error of a state upload's piece.
   std::string upload(int64_t id, int64_t total, int64_t offset, const std::string& piece) {
     std::string out = "no reply";
@@ -143,6 +152,14 @@ TEST_CASE("a node serves one job: a stranger's claim, control messages and "
   CHECK_THAT(stranger.fetch_in_pieces("L0-1", 3).first,
              Catch::Contains("node0 refused a snapshot read: a message from "
                              "process"));
+  CHECK_THAT(stranger.copy("L0-1", 3, "127.0.0.1:9"),
+             Catch::Contains("node0 refused a snapshot copy: a message from process"));
+  // The job's own: a snapshot it does not hold, or one to an endpoint that
+  // does not parse, is named, not sent.
+  CHECK_THAT(job->copy("L0-2", 3, "127.0.0.1:9"),
+             Catch::Contains("node0 holds no snapshot L0-2 of version 3"));
+  CHECK_THAT(job->copy("L0-1", 3, "no port"),
+             Catch::Contains("node0 could not copy snapshot L0-1"));
   CHECK_THAT(stranger.upload(1, 10, 0, "x"),
              Catch::Contains("node0 refused a state upload: a message from process"));
   CHECK_THAT(stranger.deploy(), Catch::Contains("node0 refused a deployment: a "
