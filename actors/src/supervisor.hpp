@@ -8,6 +8,7 @@
 /// the behaviour.
 #include "job_claim.hpp"
 #include "job_control.hpp"
+#include "cut_paths.hpp"
 #include "unreachable_reports.hpp"
 
 #include "asteroid/actors/channel.hpp"
@@ -219,6 +220,11 @@ private:
   /// The device the reports held lose now, with why, if any: a peer
   /// counts as answering heartbeats when it did within two intervals.
   std::optional<unreachable_reports::loss> judge_unreachable(clock::time_point now);
+  /// At a step boundary: takes the outcomes of the probes of failed paths
+  /// (a device whose path answered is returned_, for rejoin) and starts the
+  /// probes that are due, each on a helper actor of its own so that the
+  /// steps go on meanwhile (cut_paths.hpp).
+  void probe_cut_paths();
   /// Sends `xs` to `to` (device `d`'s actor or a replica on it) and returns
   /// its reply (the first message from `to` made of `Reply` types). Throws
   /// device_lost at once when a device goes away meanwhile (CAF 0.17 never
@@ -388,10 +394,15 @@ private:
   /// Reports of unreachable peers and who they lose.
   unreachable_reports unreachable_;
   std::set<int> returned_; ///< dead devices that answer heartbeats again
-  /// Devices out for good: removed by the program (remove_requested), or
+  /// Devices lost for a failed path, probed again from its other end now
+  /// and then (probe_cut_paths), and the probes' outcomes.
+  cut_paths cut_paths_;
+  std::shared_ptr<probe_outcomes> probe_outcomes_ = std::make_shared<probe_outcomes>();
+  /// Devices out: removed by the program (remove_requested), for good; or
   /// lost because a peer could not reach them (judge_unreachable): those
   /// still answer heartbeats, and admitted again on that alone they would
-  /// stall the job on the same path until lost again. Not pinged.
+  /// stall the job on the same path until lost again, so they are back
+  /// only once a probe over that path answers (cut_paths_). Not pinged.
   std::set<int> removed_;
   /// Dead devices whose connection closed (the process went away): a new
   /// process may come back at the same endpoint.

@@ -23,6 +23,7 @@ bool supervisor::remove_requested(int64_t step) {
       continue;
     if (dead_.count(d)) { // lost already: only never admitted again
       removed_.insert(d);
+      cut_paths_.forget(d);
       returned_.erase(d);
       closed_.erase(d);
       continue;

@@ -139,6 +139,7 @@ job_result supervisor::run() {
         remove_requested(step);
         add_requested(step);
       }
+      probe_cut_paths();
       rejoin(step, !started_early);
       // A step started ahead began when its replicas finished the last one:
       // its time runs from there, so the steps' times add up to the run's.

@@ -261,8 +261,14 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
       lose(d, silence_reason());
     if (lost.empty())
       if (auto l = judge_unreachable(now)) {
-        lose(l->device, l->reason + " (not admitted again in this job)");
+        const bool probed = snapshots_on() && can_plan() && l->other >= 0;
+        lose(l->device, l->reason
+                          + (probed ? " (admitted again once a probe from " + name_of(l->other)
+                                        + " gets through)"
+                                    : std::string(" (not admitted again in this job)")));
         removed_.insert(l->device);
+        if (probed)
+          cut_paths_.add(l->device, l->other, now);
       }
     if (!lost.empty())
       break;

@@ -20,6 +20,8 @@ public:
   struct loss {
     int device = -1;
     std::string reason;
+    /// The node at the failed path's other end.
+    int other = -1;
   };
 
   /// Keeps "`reporter` cannot reach `peer`: `why`"; ignored when either is
@@ -54,9 +56,11 @@ public:
       if (d == r.reporter)
         out = loss{d, name(r.reporter) + " cannot reach " + name(r.peer)
                         + " over the data plane either (" + r.why
-                        + "), after losing another peer that way: its own network failed"};
+                        + "), after losing another peer that way: its own network failed",
+                    r.peer};
       else if (d >= 0)
-        out = loss{d, name(r.reporter) + " cannot reach it over the data plane: " + r.why};
+        out = loss{d, name(r.reporter) + " cannot reach it over the data plane: " + r.why,
+                   r.reporter};
     }
     held_ = std::move(waiting);
     return out;

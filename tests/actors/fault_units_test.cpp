@@ -1,5 +1,6 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
 // heartbeat bookkeeping, the node's snapshot store, stage states.
+#include "cut_paths.hpp"
 #include "path_blame.hpp"
 #include "snapshot_copies.hpp"
 #include "unreachable_reports.hpp"
@@ -407,6 +408,7 @@ TEST_CASE("unreachable_reports: a report about a peer silent to heartbeats "
   auto l = reports.judge(lost, answers, name);
   REQUIRE(l);
   CHECK(l->device == 3);
+  CHECK(l->other == 0);
   CHECK(l->reason == "n0 cannot reach it over the data plane: timed out");
   CHECK(reports.held() == 0);
   lost.insert(3);
@@ -416,11 +418,13 @@ TEST_CASE("unreachable_reports: a report about a peer silent to heartbeats "
   l = reports.judge(lost, answers, name);
   REQUIRE(l);
   CHECK(l->device == 0); // 0 lost a peer that way before: its own network
+  CHECK(l->other == 2);
   CHECK(reports.held() == 1);
   lost.insert(0);
   l = reports.judge(lost, answers, name);
   REQUIRE(l);
   CHECK(l->device == 2);
+  CHECK(l->other == 1);
   lost.insert(2);
   // A report about a silent peer that the heartbeats then lose is dropped.
   silent.insert(1);
@@ -474,4 +478,40 @@ TEST_CASE("plan_snapshot_copies: the fewest whole ranges that tile a need") {
   // Versions that are not integers and keys that do not parse are ignored.
   std::map<int, json> odd{{0, {{"L0-2", {"3"}}, {"x", {3}}}}, {1, json::object()}};
   CHECK(plan_snapshot_copies({{1, 0, 2}}, odd, 3).empty());
+}
+
+TEST_CASE("cut_paths: probed after a wait that doubles while the path fails") {
+  using namespace std::chrono_literals;
+  actors::detail::cut_paths paths{1000ms, 3000ms};
+  auto t = actors::detail::cut_paths::clock::time_point{} + 1h;
+  std::set<int> lost{2};
+  paths.add(2, 0, t);
+  CHECK(paths.due(t + 999ms, lost).empty());
+  auto due = paths.due(t + 1000ms, lost);
+  REQUIRE(due.size() == 1);
+  CHECK(due[0].device == 2);
+  CHECK(due[0].other == 0);
+  CHECK(paths.due(t + 5000ms, lost).empty()); // under way: not twice
+  // Failed: next after 2 s, then 3 s (the longest wait), 3 s again.
+  CHECK(paths.ended(2, false, t + 1500ms) == -1);
+  CHECK(paths.due(t + 3499ms, lost).empty());
+  REQUIRE(paths.due(t + 3500ms, lost).size() == 1);
+  CHECK(paths.ended(2, false, t + 4000ms) == -1);
+  CHECK(paths.due(t + 6999ms, lost).empty());
+  REQUIRE(paths.due(t + 7000ms, lost).size() == 1);
+  CHECK(paths.ended(2, false, t + 7000ms) == -1);
+  CHECK(paths.due(t + 9999ms, lost).empty());
+  // Nobody probes from a node lost meanwhile.
+  lost.insert(0);
+  CHECK(paths.due(t + 20s, lost).empty());
+  lost.erase(0);
+  REQUIRE(paths.due(t + 20s, lost).size() == 1);
+  // Answered: forgotten, and the probing end named.
+  CHECK(paths.ended(2, true, t + 21s) == 0);
+  CHECK_FALSE(paths.contains(2));
+  CHECK(paths.ended(2, true, t + 22s) == -1);
+  // Forgotten (removed by the program): never probed again.
+  paths.add(3, 1, t);
+  paths.forget(3);
+  CHECK(paths.due(t + 1h, lost).empty());
 }
