@@ -6,9 +6,9 @@
 /// thread supervisor_engine.cpp gives it. Its members are defined by concern
 /// in supervisor_*.cpp; docs/runtime.md and docs/fault_tolerance.md describe
 /// the behaviour.
+#include "cut_paths.hpp"
 #include "job_claim.hpp"
 #include "job_control.hpp"
-#include "cut_paths.hpp"
 #include "unreachable_reports.hpp"
 
 #include "asteroid/actors/channel.hpp"

@@ -144,6 +144,33 @@ expect_equal_weights() {
   say "final state equal to the fault-free run's: $(tr '\n' ';' <"$tmp/compare.out")"
 }
 
+# The path tests (test_path_cut.sh, test_path_heal.sh): starts a fault-free job and the same job
+# one after the other on cluster-3dev.json ($tmp/ref.json, $tmp/cut.json: the mlp for $1 steps,
+# heartbeats of $hb_ms x $misses, a step timeout of 60 s so that a job that waited for it would
+# fail, not recover; the planner, so that a node lost for its path can be re-planned with when
+# the path answers again; drift re-plans off, so that the fault-free run keeps its plan), and
+# returns once the second has done 6 steps.
+path_test_start() {
+  local steps=$1
+  jq --arg m "$tmp/ref.jsonl" --arg c "$tmp/ref.ckpt" --argjson hb "$hb_ms" \
+    --argjson n "$misses" --argjson s "$steps" \
+    '.max_steps = $s | .epochs = 10 | .metrics = $m | .step_timeout_ms = 60000
+     | .planner = "asteroid"
+     | .fault_tolerance = {"heartbeat_ms": $hb, "heartbeat_misses": $n, "checkpoint": $c,
+                           "drift_factor": 0}' \
+    "$here/job-mlp.json" >"$tmp/ref.json"
+  jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
+    '.metrics = $m | .fault_tolerance.checkpoint = $c' "$tmp/ref.json" >"$tmp/cut.json"
+  tb_start_jobs "$here/cluster-3dev.json" ref cut
+  wait_for_lines "$tmp/cut.jsonl" '"iteration"' 6 200
+}
+
+# Replaces the qdisc of node 1's HTB class towards node 2 (testbed.sh: 1:<hex 0x100 + 2>) with
+# the arguments: `pfifo limit 0` drops every packet (silent, no reset), `pfifo limit 1000` heals.
+path_1_to_2_qdisc() {
+  tc -n "asteroid-$tb_pid-1" qdisc replace dev "at${tb_pid}n1" parent 1:102 handle 102: "$@"
+}
+
 # tb_start, then waits for `lines` iterations in the metrics file `file`.
 tb_start_job() {
   local file=$1 lines=$2

@@ -13,23 +13,9 @@
 source "$(dirname "$0")/common.sh"
 tb_require_netns
 
-# A step timeout of 60 s: a job that waited for it would fail, not recover. The planner, so
-# that the lost node's path is probed again (a hand plan could not re-plan with it); drift
-# re-plans off, so that the fault-free run keeps its plan.
 hb_ms=250 misses=4
-jq --arg m "$tmp/ref.jsonl" --arg c "$tmp/ref.ckpt" --argjson hb $hb_ms --argjson n $misses \
-  '.max_steps = 30 | .epochs = 10 | .metrics = $m | .step_timeout_ms = 60000
-   | .planner = "asteroid"
-   | .fault_tolerance = {"heartbeat_ms": $hb, "heartbeat_misses": $n, "checkpoint": $c,
-                         "drift_factor": 0}' \
-  "$here/job-mlp.json" >"$tmp/ref.json"
-jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
-  '.metrics = $m | .fault_tolerance.checkpoint = $c' "$tmp/ref.json" >"$tmp/cut.json"
-tb_start_jobs "$here/cluster-3dev.json" ref cut
-wait_for_lines "$tmp/cut.jsonl" '"iteration"' 6 200
-# Node 1's class towards node 2 (testbed.sh: 1:<hex 0x100 + 2>) drops every packet.
-tc -n "asteroid-$tb_pid-1" qdisc replace dev "at${tb_pid}n1" parent 1:102 handle 102: \
-  pfifo limit 0 || fail "cannot cut the path from node 1 to node 2"
+path_test_start 30
+path_1_to_2_qdisc pfifo limit 0 || fail "cannot cut the path from node 1 to node 2"
 # The cut came after the last step on record now (the job's clock: its metrics' "time").
 cut_at=$(jq -R -r 'fromjson? | select(.event == "iteration") | .time' "$tmp/cut.jsonl" | tail -n 1)
 say "path from node 1 to node 2 cut"
