@@ -262,6 +262,12 @@ private:
   /// copies arrived. A copy refused or not arrived in time is logged and
   /// left to fetch_full_state.
   int copy_snapshots(const planner::plan& next, state_source& src);
+  /// Fills `src.inventories` with the live nodes' snapshot inventories once
+  /// they hold every layer at `step` (waiting up to the step timeout for
+  /// snapshots under way). False, and nothing filled, when snapshots are
+  /// off, not taken at `step`, or the job has no data plane to copy them
+  /// over; a re-plan then gathers the state from the replicas.
+  bool snapshots_at(int64_t step, state_source& src);
   serialization::named_tensors gather_full_state();
   /// The state replica `r` holds now (its stage's tensors); throws naming
   /// the stage and node when it does not answer.

@@ -14,6 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 namespace asteroid::actors::detail {
 
 // -- recovery -------------------------------------------------------------------------
@@ -253,20 +255,88 @@ bool supervisor::plan_around_dead(bool rebalance, planner::plan& next,
   return true;
 }
 
+bool supervisor::snapshots_at(int64_t step, state_source& src) {
+  if (!snapshots_on() || step % ft().snapshot_every != 0 || !job_.data_plane)
+    return false;
+  // The replicas snapshot a step's state after they report the step before
+  // (stage_executor.cpp), so the last of them may still be on its way.
+  const int L = static_cast<int>(model_->size());
+  const auto timeout = milliseconds(job_.step_timeout_ms);
+  const auto deadline = clock::now() + timeout;
+  for (;;) {
+    // Asked one at a time with ask(), which keeps heartbeats going and
+    // leaves other messages (a path report) for the steps.
+    std::map<int, json> inv;
+    try {
+      for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
+        if (dead_.count(d))
+          continue;
+        auto reply = ask<inventory_atom, int32_t, std::string>(
+          d, devices_[d], timeout, "asking node " + who(d) + " for its snapshots",
+          inventory_atom::value, static_cast<int32_t>(d));
+        auto items = json::parse(reply.get_as<std::string>(2), nullptr, false);
+        if (!items.is_discarded())
+          inv[d] = std::move(items);
+      }
+    } catch (const device_lost& e) {
+      // Planned without it; the others' snapshots may still hold it all.
+      mark_lost(e.device, "lost_during_recovery", {{"step", step}, {"reason", e.what()}});
+      continue;
+    }
+    // Every layer, and each running replica's own range on its node (its
+    // home snapshot): one still under way would otherwise be copied there
+    // for nothing.
+    bool complete = newest_complete_version(inv, L, step) == step;
+    for (size_t s = 0; complete && s < stages_.size() && s < plan_.stages.size(); ++s)
+      for (auto& r : stages_[s])
+        if (complete && !dead_.count(r.device))
+          complete = tiles(inv[r.device], plan_.stages[s].first_layer,
+                           plan_.stages[s].end_layer, step);
+    if (complete) {
+      src.inventories = std::move(inv);
+      return true;
+    }
+    if (clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
 void supervisor::replan_at_boundary(int64_t step, const std::string& event,
                                     json rec) {
   auto t_begin = clock::now();
   enter(job_state::recovering);
-  // The state after the last completed step, straight from the replicas.
+  // The state after the last completed step: the nodes' snapshots of it
+  // where they hold all of it (copied from node to node where a member
+  // needs it elsewhere), else straight from the replicas, through this
+  // process.
   state_source src;
   src.version = step;
-  src.full = gather_full_state();
+  const bool from_snapshots = snapshots_at(step, src);
+  if (!from_snapshots)
+    src.full = gather_full_state();
   ++generation_;
+  int copied = 0;
   deploy_surviving(
     [&]() -> std::pair<planner::plan, state_source> {
-      return {fresh_plan_on_survivors(), src};
+      auto next = fresh_plan_on_survivors();
+      if (!from_snapshots)
+        return {next, src};
+      // Planned again after a loss: nothing is asked of a lost device.
+      state_source here = src;
+      for (int d : dead_)
+        here.inventories.erase(d);
+      copied = copy_snapshots(next, here);
+      for (auto& st : next.stages)
+        for (int d : st.devices)
+          if (here.full.empty()
+              && !tiles(here.inventories[d], st.first_layer, st.end_layer, step))
+            here.full = fetch_full_state(here.inventories, step);
+      return {next, here};
     },
     step);
+  rec["state_from"] = from_snapshots ? "snapshots" : "replicas";
+  rec["copied_snapshots"] = copied;
   rec["step"] = step;
   rec["recover_s"] = seconds_between(t_begin, clock::now());
   rec["plan"] = json(plan_);

@@ -583,17 +583,32 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
   job.fault_tolerance.heartbeat_ms = 200;
   job.fault_tolerance.heartbeat_misses = 4;
   job.faults = {fault(1, 3, "stop", 10), fault(1, 8, "cont", 0)};
-  actors::local_cluster cluster{cluster_options(3, 27470)};
+  // The re-plan takes the state from the nodes' snapshots of the step
+  // (copied from node to node where a member needs it), or without a data
+  // plane from the replicas through the supervisor's process.
+  uint16_t port = 27470;
+  std::string state_from = "snapshots";
+  SECTION("state from the nodes' snapshots") {}
+  SECTION("without a data plane: from the replicas") {
+    job.data_plane = false;
+    port = 27513;
+    state_from = "replicas";
+  }
+  actors::local_cluster cluster{cluster_options(3, port)};
   auto train = synthetic(job.batch_size * job.max_steps);
   auto r = run_on_cluster(job, cluster, train);
   CHECK(r.steps == job.max_steps);
   REQUIRE(find_event(r, "detected"));
   auto* back = find_event(r, "rejoined");
   REQUIRE(back);
-  std::printf("[rejoin] node back at step %lld, re-planned in %.3f s\n",
+  std::printf("[rejoin] node back at step %lld, re-planned in %.3f s from the %s, %d "
+              "snapshot(s) copied\n",
               static_cast<long long>((*back)["step"].get<int64_t>()),
-              (*back)["recover_s"].get<double>());
+              (*back)["recover_s"].get<double>(),
+              (*back)["state_from"].get<std::string>().c_str(),
+              (*back)["copied_snapshots"].get<int>());
   CHECK((*back)["step"].get<int64_t>() >= 8);
+  CHECK((*back)["state_from"] == state_from);
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
 
@@ -617,6 +632,7 @@ TEST_CASE("a device that becomes much slower triggers re-planning (drift), "
   std::printf("[drift] %s\n", drift->dump().c_str());
   CHECK((*drift)["node"] == "node1");
   CHECK((*drift)["busy_ratio"].get<double>() > 2.0);
+  CHECK((*drift)["state_from"] == "snapshots");
   CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
 }
 
