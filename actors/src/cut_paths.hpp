@@ -36,11 +36,10 @@ public:
     paths_[device] = {other, now + first_wait_, first_wait_, false};
   }
 
-  /// Never probed again (removed by the program, or back in the job).
+  /// Never probed again (the program removed it).
   void forget(int device) { paths_.erase(device); }
 
   bool contains(int device) const { return paths_.count(device) > 0; }
-  size_t size() const { return paths_.size(); }
 
   /// The probes due now, marked under way; none for a path whose other end
   /// is `lost` (nobody is left to probe it from).
