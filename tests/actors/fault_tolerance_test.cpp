@@ -584,8 +584,9 @@ TEST_CASE("a hung node that resumes is admitted again at a mini-batch "
   job.fault_tolerance.heartbeat_misses = 4;
   job.faults = {fault(1, 3, "stop", 10), fault(1, 8, "cont", 0)};
   // The re-plan takes the state from the nodes' snapshots of the step
-  // (copied from node to node where a member needs it), or without a data
-  // plane from the replicas through the supervisor's process.
+  // (here fetched from them and shipped: the new plan cuts the layers
+  // elsewhere than the snapshots' ranges), or without a data plane from
+  // the replicas through the supervisor's process.
   uint16_t port = 27470;
   std::string state_from = "snapshots";
   SECTION("state from the nodes' snapshots") {}
