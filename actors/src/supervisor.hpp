@@ -262,6 +262,11 @@ private:
   /// copies arrived. A copy refused or not arrived in time is logged and
   /// left to fetch_full_state.
   int copy_snapshots(const planner::plan& next, state_source& src);
+  /// Where each member of `next` takes its state at `src.version` from
+  /// the nodes' snapshots (`src.inventories`): its own node's, copied there
+  /// (copy_snapshots), or, for any member still without, `src.full`
+  /// fetched from them (fetch_full_state). Returns the copies that arrived.
+  int state_from_snapshots(const planner::plan& next, state_source& src);
   /// Fills `src.inventories` with the live nodes' snapshot inventories once
   /// they hold every layer at `step` (waiting up to the step timeout for
   /// snapshots under way). False, and nothing filled, when snapshots are

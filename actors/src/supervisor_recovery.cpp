@@ -196,14 +196,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
       } else {
         next = fresh_plan_on_survivors();
       }
-      copied = copy_snapshots(next, src);
-      bool all_local = true;
-      for (auto& st : next.stages)
-        for (int d : st.devices)
-          if (!tiles(src.inventories[d], st.first_layer, st.end_layer, src.version))
-            all_local = false;
-      if (!all_local)
-        src.full = fetch_full_state(src.inventories, src.version);
+      copied = state_from_snapshots(next, src);
     }
     check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
     inject_faults_when("recovery", failed_step);
@@ -326,12 +319,7 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
       state_source here = src;
       for (int d : dead_)
         here.inventories.erase(d);
-      copied = copy_snapshots(next, here);
-      for (auto& st : next.stages)
-        for (int d : st.devices)
-          if (here.full.empty()
-              && !tiles(here.inventories[d], st.first_layer, st.end_layer, step))
-            here.full = fetch_full_state(here.inventories, step);
+      copied = state_from_snapshots(next, here);
       return {next, here};
     },
     step);

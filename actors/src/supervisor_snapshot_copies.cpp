@@ -1,4 +1,5 @@
-// Supervisor: a recovery's snapshot copies from node to node (snapshot_copies.hpp).
+// Supervisor: a recovery's or re-plan's states from the nodes' snapshots, copied from
+// node to node where they can be (snapshot_copies.hpp).
 #include "supervisor.hpp"
 #include "supervisor_ask.hpp"
 
@@ -83,6 +84,20 @@ int supervisor::copy_snapshots(const planner::plan& next, state_source& src) {
   spdlog::info("copied {} of {} snapshots node to node in {:.3f} s", arrived, copies.size(),
                seconds_between(t_begin, clock::now()));
   return arrived;
+}
+
+int supervisor::state_from_snapshots(const planner::plan& next, state_source& src) {
+  const int copied = copy_snapshots(next, src);
+  for (const auto& st : next.stages)
+    for (int d : st.devices) {
+      auto inv = src.inventories.find(d);
+      if (inv == src.inventories.end()
+          || !tiles(inv->second, st.first_layer, st.end_layer, src.version)) {
+        src.full = fetch_full_state(src.inventories, src.version);
+        return copied;
+      }
+    }
+  return copied;
 }
 
 } // namespace asteroid::actors::detail

@@ -208,6 +208,12 @@ expect_status() {
   (( tb_status == $1 )) || { cat "$tmp/testbed.out" >&2; fail "$2: exit status $tb_status, expected $1"; }
 }
 
+# Fails unless the testbed's output says that both jobs of tb_run_jobs ran $1 steps.
+expect_two_jobs_of() {
+  (( $(grep -c "job done: $1 steps" "$tmp/testbed.out") == 2 )) \
+    || fail "expected two jobs of $1 steps: $(grep "job done" "$tmp/testbed.out")"
+}
+
 expect_output() {
   grep -qE -- "$1" "$tmp/testbed.out" || { cat "$tmp/testbed.out" >&2; fail "testbed output lacks /$1/"; }
 }

@@ -22,8 +22,7 @@ jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
 # Both jobs on one testbed: the reference first, then the cut (ASTEROID_NODES: the endpoints).
 tb_run_jobs "$here/cluster-3dev.json" ref cut
 expect_status 0 "reference and cut jobs"
-(( $(grep -c "job done: 40 steps" "$tmp/testbed.out") == 2 )) \
-  || fail "expected two jobs of 40 steps: $(grep "job done" "$tmp/testbed.out")"
+expect_two_jobs_of 40
 
 event() { grep "\"fault\":\"$1\"" "$tmp/cut.jsonl" | head -n 1; }
 cut=$(event injected)

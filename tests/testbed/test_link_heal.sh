@@ -19,8 +19,7 @@ jq --arg m "$tmp/cut.jsonl" --arg c "$tmp/cut.ckpt" \
   "$tmp/ref.json" >"$tmp/cut.json"
 tb_run_jobs "$here/cluster-3dev.json" ref cut
 expect_status 0 "reference and cut-and-healed jobs"
-(( $(grep -c "job done: 30 steps" "$tmp/testbed.out") == 2 )) \
-  || fail "expected two jobs of 30 steps: $(grep "job done" "$tmp/testbed.out")"
+expect_two_jobs_of 30
 
 say "fault events of the cut-and-healed job:"
 grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2

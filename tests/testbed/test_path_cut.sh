@@ -21,8 +21,7 @@ cut_at=$(jq -R -r 'fromjson? | select(.event == "iteration") | .time' "$tmp/cut.
 say "path from node 1 to node 2 cut"
 tb_wait 200
 expect_status 0 "reference and path-cut jobs"
-(( $(grep -c "job done: 30 steps" "$tmp/testbed.out") == 2 )) \
-  || fail "expected two jobs of 30 steps: $(grep "job done" "$tmp/testbed.out")"
+expect_two_jobs_of 30
 
 say "fault events of the path-cut job:"
 grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan)' >&2

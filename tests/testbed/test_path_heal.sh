@@ -20,8 +20,7 @@ path_1_to_2_qdisc pfifo limit 1000 || fail "cannot heal the path from node 1 to 
 say "path healed after: $(grep '"fault":"detected"' "$tmp/cut.jsonl" | jq -c '{node, reason}')"
 tb_wait 200
 expect_status 0 "reference and path-cut jobs"
-(( $(grep -c "job done: 150 steps" "$tmp/testbed.out") == 2 )) \
-  || fail "expected two jobs of 150 steps: $(grep "job done" "$tmp/testbed.out")"
+expect_two_jobs_of 150
 
 say "fault events of the path-cut job:"
 grep '"fault"' "$tmp/cut.jsonl" | jq -c 'del(.plan, .in_flight)' >&2
