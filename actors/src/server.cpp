@@ -223,6 +223,8 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
         why = "node " + who(st, lost) + " was lost (" + self->system().render(dm.reason)
               + ")";
         st.silent.erase(lost); // gone for good, not only silent
+        st.cut.forget(lost);
+        st.healed.erase(lost);
       }
     for (size_t s = 0; s < st.stages.size() && lost < 0; ++s)
       if (dm.source == st.stages[s].address()) {
@@ -380,6 +382,12 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
       hold_unreachable(self, self->current_sender(), endpoint, why);
       judge_unreachable(self, server_clock::now());
     },
+    [=](probe_atom, int64_t d, bool answered) {
+      if (d < 0 || d >= static_cast<int64_t>(self->state.devices.size()))
+        return;
+      path_probed(self, caf::actor_cast<caf::actor_addr>(self->current_sender()),
+                  static_cast<int>(d), answered);
+    },
     [=](caf::tick_atom) {
       auto& st = self->state;
       if (ended(st))
@@ -401,6 +409,9 @@ server_actor::behavior_type server_fun(server_self self, server_options opts,
             return;
         }
         judge_unreachable(self, now);
+        if (ended(st))
+          return;
+        probe_cut_paths(self, now);
         if (ended(st))
           return;
       }

@@ -396,8 +396,16 @@ void judge_unreachable(server_self self, server_clock::time_point now) {
   auto l = st.unreachable.judge(
     st.dead, [&](int d) { return now - st.heartbeats->last_seen(d) <= lately; },
     [&](int d) { return who(st, d); });
-  if (l)
-    node_lost(self, l->device, l->reason + " (not taken back)");
+  if (!l)
+    return;
+  const bool probed = st.opts.recover && l->other >= 0;
+  node_lost(self, l->device,
+            l->reason
+              + (probed ? " (taken back once a probe from " + who(st, l->other)
+                            + " gets through)"
+                        : std::string(" (not taken back)")));
+  if (probed && !ended(st) && st.dead.count(l->device))
+    st.cut.add(l->device, l->other, now);
 }
 
 /// Node `d` is gone (`why`): before a plan there is nothing to plan around,
@@ -501,9 +509,15 @@ void node_returned(server_self self, int d) {
   if (st.phase != server_phase::serving || !st.silent.count(d))
     return;
   st.silent.erase(d);
+  take_back(self, d, "node " + who(st, d) + " answers its heartbeats again");
+}
+
+void take_back(server_self self, int d, const std::string& why) {
+  auto& st = self->state;
+  if (st.phase != server_phase::serving || !st.dead.count(d))
+    return;
   st.dead.erase(d);
   st.heartbeats->revive(d, server_clock::now());
-  const auto why = "node " + who(st, d) + " answers its heartbeats again";
   spdlog::warn("server: {}; planning again over {} nodes", why,
                st.devices.size() - st.dead.size());
   replan(self, {{"rejoined", who(st, d)}}, why);

@@ -6,6 +6,7 @@
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/inference_stage.hpp"
 #include "asteroid/actors/server.hpp"
+#include "cut_paths.hpp"
 #include "unreachable_reports.hpp"
 
 #include <caf/all.hpp>
@@ -54,8 +55,16 @@ struct server_state {
   /// connection: still pinged, and taken back when one answers.
   std::set<int> silent;
   /// Reports of peers a node's data plane gave up on, and who they lose; a
-  /// node lost that way is in `dead` but not `silent`: not taken back.
+  /// node lost that way is in `dead` but not `silent`: not pinged, and taken
+  /// back only once a probe over the failed path gets through (`cut`).
   detail::unreachable_reports unreachable;
+  /// The failed paths of nodes lost that way, and when to probe each again.
+  detail::cut_paths cut;
+  /// The helper probing each such node's path now: only its outcome counts.
+  std::map<int, caf::actor_addr> probing;
+  /// Nodes whose path a probe got through (and the node it was probed
+  /// from), waiting for the server to serve (a recovery under way).
+  std::map<int, int> healed;
   /// Bumped by every recovery: stages stamp their outputs with it, and an
   /// output of an older pipeline (a request it computed before the loss,
   /// answered again by the new one) is dropped.
@@ -127,6 +136,17 @@ void judge_unreachable(server_self self, server_clock::time_point now);
 /// taken back and the model planned again over every node not lost (else
 /// nothing yet: its next answer tries again).
 void node_returned(server_self self, int d);
+/// Takes node `d` back (`why`): the model is planned again over every node
+/// not lost, with `d` recorded as rejoined. While serving only.
+void take_back(server_self self, int d, const std::string& why);
+
+// server_path_probes.cpp
+/// Starts the probes of failed paths that are due (on helper actors, which
+/// answer with probe_atom), and takes back a node whose path got through
+/// while a recovery was under way, once the server serves again.
+void probe_cut_paths(server_self self, server_clock::time_point now);
+/// The helper `from` probed the failed path to node `d`: `answered` or not.
+void path_probed(server_self self, const caf::actor_addr& from, int d, bool answered);
 void stop_stages(server_self self);
 void release_nodes(server_self self);
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
 
 using namespace asteroid;
 using namespace asteroid::test;
@@ -593,8 +594,8 @@ TEST_CASE("serve: a node that hung and answers again is taken back into the pipe
   CHECK(stats["stages"][1]["label"] == "s1@node1");
 }
 
-TEST_CASE("serve: a node's report that it cannot reach another over the data plane "
-          "loses that node for good, and the outputs stay the single-device ones",
+TEST_CASE("serve: a node lost for a path it cannot be reached on is taken back once "
+          "a probe of that path gets through, with single-device outputs throughout",
           "[serve]") {
   three_node_cnn served{27637, 11};
   auto& self = served.self;
@@ -614,6 +615,19 @@ TEST_CASE("serve: a node's report that it cannot reach another over the data pla
              },
              [&](caf::error& e) { FAIL(sys.render(e)); });
   REQUIRE_FALSE(node1_data.empty());
+  // Stopped, node 1 answers no probe: its path stays cut as far as the
+  // server can tell, until it runs again.
+  const auto victim = served.env.cluster.pids()[1];
+  struct resume_at_exit {
+    pid_t pid;
+    bool stopped = false;
+    void stop() { stopped = ::kill(pid, SIGSTOP) == 0; }
+    void resume() {
+      if (std::exchange(stopped, false))
+        ::kill(pid, SIGCONT);
+    }
+    ~resume_at_exit() { resume(); }
+  } node1{victim};
   caf::send_as(devices[0], server, actors::unreachable_atom::value, node1_data,
                std::string("no connection within 1000 ms"));
   json stats;
@@ -623,18 +637,38 @@ TEST_CASE("serve: a node's report that it cannot reach another over the data pla
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  node1.stop();
   INFO(stats.dump());
   REQUIRE(stats["recoveries"].size() == 1);
   CHECK(stats["recoveries"][0]["lost"] == "node1");
   CHECK_THAT(stats["recoveries"][0]["why"].get<std::string>(),
-             Catch::Contains("node0 cannot reach it over the data plane"));
+             Catch::Contains("node0 cannot reach it over the data plane")
+               && Catch::Contains("taken back once a probe from node0 gets through"));
   CHECK(answer_is_right());
-  // Node 1 still answers heartbeats, but it stays out: no rejoin follows
-  // (a node lost for its silence would be back within a heartbeat or two).
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // The first probe, 1 s after the loss, takes at most 2 s and fails: node 1
+  // stays out (a node lost for its silence would be back within a
+  // heartbeat or two, and node 1 is not pinged).
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
   stats = stats_of(self, server);
   CHECK(stats["recoveries"].size() == 1);
   CHECK(answer_is_right());
+  // Running again, it answers the next probe (2 s after the failed one)
+  // and is taken back: a re-plan over all three nodes.
+  node1.resume();
+  for (int i = 0; i < 200 && stats["recoveries"].size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stats = stats_of(self, server);
+  }
+  INFO(stats.dump());
+  REQUIRE(stats["recoveries"].size() == 2);
+  CHECK(stats["recoveries"][1]["rejoined"] == "node1");
+  CHECK_THAT(stats["recoveries"][1]["why"].get<std::string>(),
+             Catch::Contains("the path from node0 to node1 answers a probe again"));
+  CHECK(answer_is_right());
+  stats = stats_of(self, server);
+  CHECK(stats["generation"] == 3);
+  REQUIRE(stats["stages"].size() == 3);
+  CHECK(stats["stages"][1]["label"] == "s1@node1");
 }
 
 TEST_CASE("serve: the planner plans with the links as measured between the nodes "

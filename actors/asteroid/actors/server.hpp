@@ -118,9 +118,13 @@ using server_actor = caf::typed_actor<
   /// A node's answer to the server's ping (its index and the round).
   caf::reacts_to<heartbeat_atom, int64_t>,
   /// From a node the server claimed: its data plane gave up on the peer at
-  /// `endpoint` (why). Handled as the loss of one of the two, which stays
-  /// out (unreachable_reports.hpp, as a training job does).
+  /// `endpoint` (why). Handled as the loss of one of the two
+  /// (unreachable_reports.hpp, as a training job does), which is taken back
+  /// once a probe over that path gets through (cut_paths.hpp).
   caf::reacts_to<unreachable_atom, std::string, std::string>,
+  /// From the helper the server spawned to probe the failed path to node
+  /// `d` (its index): whether the probe got through.
+  caf::reacts_to<probe_atom, int64_t, bool>,
   /// Stops the stages, frees the nodes, fails what is not answered.
   caf::reacts_to<stop_atom>>;
 
