@@ -716,9 +716,15 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
         auto version = j.value("restore_version", int64_t{-1});
-        if (state.empty() && version >= 0)
+        if (state.empty() && version >= 0) {
           state = self->state.store.assemble(spec.first_layer, spec.end_layer,
                                              version);
+          // A job without snapshots keeps none: what is here was sent for
+          // this build (the supervisor's send_states), and the replica
+          // holds it from now on.
+          if (spec.snapshot_every == 0)
+            self->state.store.erase(range_key(spec.first_layer, spec.end_layer), version);
+        }
         if (state.empty())
           take_upload(self, from, j, spec.label, state);
         return std::make_pair(to_json(spec).dump(), std::move(state));

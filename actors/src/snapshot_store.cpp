@@ -40,6 +40,15 @@ std::string snapshot_store::put(const std::string& key, int64_t version,
   return {};
 }
 
+void snapshot_store::erase(const std::string& key, int64_t version) {
+  auto k = entries_.find(key);
+  if (k == entries_.end())
+    return;
+  k->second.erase(version);
+  if (k->second.empty())
+    entries_.erase(k);
+}
+
 std::optional<std::string> snapshot_store::get(const std::string& key,
                                                int64_t version) const {
   auto k = entries_.find(key);

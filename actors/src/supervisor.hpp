@@ -12,6 +12,7 @@
 #include "unreachable_reports.hpp"
 
 #include "asteroid/actors/channel.hpp"
+#include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/heartbeat_monitor.hpp"
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/snapshot_store.hpp"
@@ -267,6 +268,24 @@ private:
   /// (copy_snapshots), or, for any member still without, `src.full`
   /// fetched from them (fetch_full_state). Returns the copies that arrived.
   int state_from_snapshots(const planner::plan& next, state_source& src);
+  /// Members of `p` not kept running (`keep`, by stage and member) whose
+  /// nodes do not hold their range at `src.version` (every member, at a
+  /// first deployment) get their stage's state from this
+  /// process as one data-plane frame (`state_of(s)`: stage s's, encoded),
+  /// which their node keeps as a snapshot of `version`; waited for up to
+  /// `timeout`. Returns the inventories of the members whose nodes hold
+  /// their range at `version` now: they rebuild from there. The others (no
+  /// data plane on either end, not arrived in time) are shipped it by their
+  /// stage actor, over CAF in pieces. Throws device_lost.
+  std::map<int, json> send_states(const planner::plan& p, const state_source& src,
+                                  int64_t version,
+                                  const std::vector<std::vector<bool>>& keep,
+                                  const std::function<const std::string&(int)>& state_of,
+                                  milliseconds timeout);
+  /// This process's data plane (stage states to nodes; it listens on
+  /// loopback and serves no job, so it takes no frames), started at first
+  /// use with the actor system's credentials; null when it cannot start.
+  std::shared_ptr<data_plane> plane();
   /// Fills `src.inventories` with the live nodes' snapshot inventories once
   /// they hold every layer at `step` (waiting up to the step timeout for
   /// snapshots under way). False, and nothing filled, when snapshots are
@@ -465,6 +484,11 @@ private:
   /// "restored_version"}: -1 when their state was kept as it was).
   std::vector<json> kept_;
   int num_replicas_ = 0;
+  /// Members of the last deployment that rebuilt from a state this process
+  /// sent over the data plane (send_states).
+  int states_sent_ = 0;
+  std::shared_ptr<data_plane> plane_;
+  bool plane_failed_ = false; ///< plane() could not start it: not tried again
   int64_t hb_round_ = 0;
   std::set<size_t> faults_fired_;
   std::map<int, clock::time_point> injected_at_;

@@ -297,6 +297,25 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   auto streams = planner::compile_schedule(p, planner::find_schedule(job_.schedule));
   planner::check_schedule(streams, p.micro_batches);
   size_t next_stream = 0;
+  // Each stage's state from this process, encoded once, for the members
+  // whose nodes do not hold it: sent as data-plane frames first, shipped
+  // by the stage actors to those it did not reach.
+  std::vector<std::optional<std::string>> encoded(P);
+  auto state_of = [&](int s) -> const std::string& {
+    if (!encoded[s]) {
+      const auto& st = p.stages[s];
+      encoded[s] = serialization::encode_tensors(
+        src.version < 0
+          ? capture_stage_state(model_, st.first_layer, st.end_layer, nullptr)
+          : select_stage_state(model_, st.first_layer, st.end_layer, src.full));
+    }
+    return *encoded[s];
+  };
+  // A first deployment's state is the one before its first step.
+  const int64_t sent_version = std::max<int64_t>(src.version, 0);
+  const auto sent = send_states(p, src, sent_version, keep, state_of,
+                                timeout * (most_builds + 1));
+  states_sent_ = 0;
   // Which links carry float32 although the job compresses (its
   // "below_mbps"): the planner priced each link by the same rule.
   const auto links = full_cluster();
@@ -374,25 +393,25 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       // A replica built anew restores from its node's snapshots where the
       // node holds its range at the version (nothing is transferred).
       auto inv = src.inventories.find(d);
+      auto got = sent.find(d);
       if (src.version >= 0 && inv != src.inventories.end()
-          && tiles(inv->second, st.first_layer, st.end_layer, src.version))
+          && tiles(inv->second, st.first_layer, st.end_layer, src.version)) {
         m.restore_version = src.version;
-      else
+      } else if (got != sent.end()
+                 && tiles(got->second, st.first_layer, st.end_layer, sent_version)) {
+        m.restore_version = sent_version;
+        ++states_sent_;
+      } else {
         ships = true;
+      }
       m.build_timeout_ms = (timeout * builds_on[d]).count();
       dep.members.push_back(std::move(m));
       member_devices.push_back(caf::actor_cast<caf::actor>(devices_[d]));
       ++num_replicas_;
     }
     std::string state; // the stage's state, for members that need it shipped
-    if (ships) {
-      if (src.version < 0)
-        state = serialization::encode_tensors(capture_stage_state(
-          model_, st.first_layer, st.end_layer, nullptr));
-      else
-        state = serialization::encode_tensors(select_stage_state(
-          model_, st.first_layer, st.end_layer, src.full));
-    }
+    if (ships)
+      state = state_of(s);
     auto& a = stage_actors_.at({st.first_layer, st.end_layer});
     self_->send(a, deploy_atom::value, to_json(dep).dump(), member_devices, state);
   }

@@ -216,6 +216,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"resume_step", src.version},
                {"replayed_steps", failed_step - src.version},
                {"copied_snapshots", copied},
+               {"states_sent", states_sent_},
                {"recover_s", seconds_between(t_begin, clock::now())},
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},
@@ -325,6 +326,7 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
     step);
   rec["state_from"] = from_snapshots ? "snapshots" : "replicas";
   rec["copied_snapshots"] = copied;
+  rec["states_sent"] = states_sent_;
   rec["step"] = step;
   rec["recover_s"] = seconds_between(t_begin, clock::now());
   rec["plan"] = json(plan_);

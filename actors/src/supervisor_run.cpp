@@ -106,6 +106,7 @@ job_result supervisor::run() {
                           {"steps", total_steps},
                           {"first_step", first_step},
                           {"deploy_s", deploy_s},
+                          {"states_sent", states_sent_},
                           {"resumed_from", job_.resume_from},
                           {"recovery", ft().recovery},
                           {"device_speeds", result_.device_speeds},

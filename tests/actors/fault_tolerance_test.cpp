@@ -350,14 +350,18 @@ TEST_CASE("a killed device that is a whole stage: its layers merge into the "
   CHECK(r.plan.stages[1].devices == std::vector<int>{3});
 }
 
-TEST_CASE("stage states larger than one message piece are deployed in "
-          "pieces and copied node to node (mlp 1024-512, 3 processes)") {
+TEST_CASE("stage states larger than one message piece go to their nodes as "
+          "data-plane frames or in pieces, and are copied node to node (mlp 1024-512, "
+          "3 processes)") {
   // Stage 0's weights (784 x 1024) and stage 1's weights and momentum are
-  // several pieces each (state_uploads.hpp); the killed device is stage 1,
-  // whose layers then merge into stage 0: one member restores them from
-  // its node's backup, the other gets the backup copied over the data
-  // plane from that node (snapshot_copies.hpp), or, without a data plane,
-  // fetched by the supervisor and shipped, in pieces.
+  // several pieces each (state_uploads.hpp). With data planes the first
+  // deployment sends each member its stage's state as one frame from the
+  // supervisor's process (send_states), without them in pieces over CAF.
+  // The killed device is stage 1, whose layers then merge into stage 0:
+  // one member restores them from its node's backup, the other gets the
+  // backup copied over the data plane from that node (snapshot_copies.hpp),
+  // or, without a data plane, fetched by the supervisor and shipped, in
+  // pieces.
   auto step = random_step(2, 10);
   INFO("kill at step " << step);
   auto job = base_job("mlp", make_plan(16, 2, {{0, 1, {0, 1}, {3, 5}},
@@ -366,22 +370,30 @@ TEST_CASE("stage states larger than one message piece are deployed in "
   job.max_steps = 12;
   job.faults = {fault(2, step, "kill")};
   uint16_t port = 27435;
-  int copies = 1, shipped_to_node1 = 1;
-  SECTION("copied node to node") {}
-  SECTION("without a data plane: fetched and shipped") {
+  int copies = 1, sent_at_start = 3;
+  int shipped_to[2] = {0, 0};
+  SECTION("data-plane frames, copied node to node") {}
+  SECTION("without a data plane: in pieces, fetched and shipped") {
     job.data_plane = false;
     port = 27510;
     copies = 0;
-    shipped_to_node1 = 2;
+    sent_at_start = 0;
+    shipped_to[0] = 1; // the first deployment's stage 0
+    shipped_to[1] = 2; // that, and the merged stage's after the kill
   }
+  job.metrics_path = std::string(ASTEROID_TEST_TMP) + "/ft-pieces-" + std::to_string(port)
+                     + ".jsonl";
+  std::filesystem::remove(job.metrics_path);
   auto r = run_and_compare(job, 3, port, "pieces, kill at step " + std::to_string(step));
   REQUIRE(r.plan.num_stages() == 1);
   CHECK(r.plan.stages[0].devices.size() == 2);
   auto* recovered = find_event(r, "recovered");
   REQUIRE(recovered);
   CHECK((*recovered)["copied_snapshots"] == copies);
-  // Both members of the first stage 0 got its weights in pieces; node 1
-  // got the merged stage's in pieces again only when nothing was copied.
+  CHECK((*recovered)["states_sent"] == 0);
+  auto starts = records_of(job.metrics_path, "start");
+  REQUIRE(starts.size() == 1);
+  CHECK(starts[0]["states_sent"] == sent_at_start);
   int shipped[2] = {0, 0};
   for (int node = 0; node < 2; ++node) {
     std::ifstream log{std::string(ASTEROID_TEST_TMP) + "/actors-" + std::to_string(port)
@@ -391,8 +403,9 @@ TEST_CASE("stage states larger than one message piece are deployed in "
       shipped[node] += line.find("s0r" + std::to_string(node) + "@") != std::string::npos
                        && line.find("sent in pieces") != std::string::npos;
   }
-  CHECK(shipped[0] == 1);
-  CHECK(shipped[1] == shipped_to_node1);
+  CHECK(shipped[0] == shipped_to[0]);
+  CHECK(shipped[1] == shipped_to[1]);
+  std::filesystem::remove(job.metrics_path);
 }
 
 TEST_CASE("two devices lost at once recover too (cnn, 4 processes)") {
@@ -479,6 +492,7 @@ TEST_CASE("a device lost while its stage's state goes to it in pieces: the plan 
                                                {1, 3, {2}, {8}}}));
   job.model_options = {{"hidden_sizes", {1024, 512}}};
   job.max_steps = 6;
+  job.data_plane = false; // with data planes the states go as frames instead
   auto at_start = fault(1, 0, "kill");
   at_start.when = "start";
   job.faults = {at_start};

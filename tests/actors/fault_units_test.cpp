@@ -117,6 +117,13 @@ TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
       if (name == n2)
         CHECK(torch::equal(t, t2));
   CHECK(fresh.assemble(0, 2, 3).empty()); // L1-3 does not fit inside [0, 2)
+  // Dropping one version leaves the others; the last one takes its key.
+  CHECK(fresh.put("L0-1", 4, state(0, 1)).empty());
+  fresh.erase("L0-1", 3);
+  fresh.erase("L0-1", 7); // not held: nothing happens
+  CHECK(fresh.inventory() == json{{"L0-1", {4}}, {"L1-3", {3}}});
+  fresh.erase("L0-1", 4);
+  CHECK(fresh.inventory() == json{{"L1-3", {3}}});
   int a = 0, b = 0;
   CHECK(actors::snapshot_store::parse_key("L12-40", a, b));
   CHECK((a == 12 && b == 40));

@@ -134,4 +134,18 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
+/// The records of `event` in a metrics file (JSON lines).
+inline std::vector<nlohmann::json> records_of(const std::string& path,
+                                              const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in{path};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == event)
+      out.push_back(std::move(j));
+  }
+  return out;
+}
+
 } // namespace asteroid::test

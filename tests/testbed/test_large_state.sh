@@ -4,7 +4,8 @@
 # where the supervisor counts a node lost after 1 s of silence) deploy, recover after a node is
 # killed, and are gathered at the end. Sent as one CAF message each, they held the
 # supervisor's heartbeats back for seconds and every node was counted lost while it deployed; they
-# now move in 1 MiB pieces (docs/runtime.md, "Moving stage states").
+# now go as data-plane frames beside CAF (or, without data planes, in 1 MiB CAF pieces;
+# docs/runtime.md, "Moving stage states").
 source "$(dirname "$0")/common.sh"
 tb_require_netns
 
@@ -21,12 +22,14 @@ fi
 grep -q '"fault":"recovered"' "$tmp/metrics.jsonl" || fail "no recovery in the metrics"
 deploy_s=$(jq -r 'select(.event == "start") | .deploy_s' "$tmp/metrics.jsonl")
 [[ $deploy_s =~ ^[0-9.]+$ ]] || fail "the start record has no deploy_s: '$deploy_s'"
-# Both members of stage 0 (layers 0-1) were deployed from pieces (stage 1, the classifier on
-# slow-2, is one piece).
-for node in fast-0 slow-1; do
-  grep -q "sent in pieces" "$tmp/logs/$node.log" \
-    || fail "$node.log has no deployment from pieces: $(grep -i deploy "$tmp/logs/$node.log")"
+# Every member's state went from the supervisor's process as a data-plane frame, none in pieces.
+sent=$(jq -r 'select(.event == "start") | .states_sent' "$tmp/metrics.jsonl")
+[[ $sent == 3 ]] || fail "the first deployment sent $sent stage states over the data plane, not 3"
+for node in fast-0 slow-1 slow-2; do
+  if grep -q "sent in pieces" "$tmp/logs/$node.log"; then
+    fail "$node.log has a deployment from pieces: $(grep -i deploy "$tmp/logs/$node.log")"
+  fi
 done
-say "deployed in $deploy_s s; recovered; $(grep -o 'job done: [^,]*, [^,]*' "$tmp/testbed.out")"
+say "deployed in $deploy_s s ($sent states as data-plane frames); recovered; $(grep -o 'job done: [^,]*, [^,]*' "$tmp/testbed.out")"
 assert_clean "$tb_pid"
 say "PASS"

@@ -30,6 +30,8 @@ public:
   /// from held ranges that tile it exactly; empty when they do not.
   std::string assemble(int first, int end, int64_t version) const;
   size_t bytes() const;
+  /// Drops `key` at `version`, if held.
+  void erase(const std::string& key, int64_t version);
   /// Drops every snapshot (a new job starts: an earlier job's states must
   /// never be restored into it).
   void clear() { entries_.clear(); }
