@@ -49,14 +49,18 @@ bool supervisor::remove_requested(int64_t step) {
       heartbeats_.mark_dead(d);
     self_->demonitor(devices_[d]->address());
   }
-  // The state after the last completed step, from the replicas (the
-  // leaving device's too: nothing is lost).
+  // The state after the last completed step: the staying nodes' snapshots
+  // of it where they hold all of it (as at any boundary re-plan), else
+  // from the replicas (the leaving device's too: nothing is lost).
   state_source src;
   src.version = step;
-  src.full = gather_full_state();
+  const bool from_snapshots = snapshots_at(step, src);
+  if (!from_snapshots)
+    src.full = gather_full_state();
   ++generation_;
   std::vector<std::string> changes;
   std::string mode = "patch";
+  int copied = 0;
   deploy_surviving(
     [&]() -> std::pair<planner::plan, state_source> {
       planner::plan next;
@@ -64,7 +68,13 @@ bool supervisor::remove_requested(int64_t step) {
                ? "replan(threshold)"
                : "patch";
       check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
-      return {next, src};
+      if (!from_snapshots)
+        return {next, src};
+      state_source here = src;
+      for (int d : dead_)
+        here.inventories.erase(d);
+      copied = state_from_snapshots(next, here);
+      return {next, here};
     },
     step);
   // The node stays up for other jobs; this job's snapshots leave with it.
@@ -75,6 +85,9 @@ bool supervisor::remove_requested(int64_t step) {
   fault_event("removed", {{"step", step},
                           {"nodes", names},
                           {"mode", mode},
+                          {"state_from", from_snapshots ? "snapshots" : "replicas"},
+                          {"copied_snapshots", copied},
+                          {"states_sent", states_sent_},
                           {"recover_s", seconds_between(t_begin, clock::now())},
                           {"stages", plan_.num_stages()},
                           {"plan", json(plan_)},

@@ -268,6 +268,11 @@ TEST_CASE("a program removes a device from a running job by message: the "
   for (auto& k : removed["kept"])
     kept.insert(k["replica"].get<std::string>().substr(0, 4));
   CHECK(kept == std::set<std::string>{"s0r0", "s1r0"});
+  // Their state at the boundary is in their own nodes' snapshots: nothing
+  // was gathered from the replicas, copied or sent.
+  CHECK(removed["state_from"] == "snapshots");
+  CHECK(removed["copied_snapshots"] == 0);
+  CHECK(removed["states_sent"] == 0);
   CHECK(r.fault_events.size() == 1); // no loss, no detection
   auto diff = max_abs_diff(r.model, reference(job, *train));
   INFO("max abs diff " << diff);
