@@ -487,6 +487,9 @@ private:
   /// Members of the last deployment that rebuilt from a state this process
   /// sent over the data plane (send_states).
   int states_sent_ = 0;
+  /// Snapshots read into this process by fetch_full_state since a recovery
+  /// began (its record's `fetched_snapshots`).
+  int fetched_snapshots_ = 0;
   std::shared_ptr<data_plane> plane_;
   bool plane_failed_ = false; ///< plane() could not start it: not tried again
   int64_t hb_round_ = 0;

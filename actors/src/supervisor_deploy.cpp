@@ -601,6 +601,7 @@ serialization::named_tensors supervisor::fetch_full_state(
                                + std::to_string(version));
     auto what = "fetching snapshot " + key + " from node " + who(holder);
     auto bytes = read_snapshot(holder, key, version, what);
+    ++fetched_snapshots_;
     for (auto& [name, t] : serialization::decode_tensors(bytes))
       if (seen.insert(name).second)
         full.emplace_back(name, t);

@@ -155,6 +155,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
     mode = ft().recovery;
     changes.clear();
     copied = 0;
+    fetched_snapshots_ = 0;
     state_source src;
     planner::plan next;
     if (mode == "restart") {
@@ -217,6 +218,7 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"replayed_steps", failed_step - src.version},
                {"copied_snapshots", copied},
                {"states_sent", states_sent_},
+               {"fetched_snapshots", fetched_snapshots_},
                {"recover_s", seconds_between(t_begin, clock::now())},
                {"stages", plan_.num_stages()},
                {"plan", json(plan_)},

@@ -370,7 +370,7 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
   job.max_steps = 12;
   job.faults = {fault(2, step, "kill")};
   uint16_t port = 27435;
-  int copies = 1, sent_at_start = 3;
+  int copies = 1, sent_at_start = 3, fetched = 0;
   int shipped_to[2] = {0, 0};
   SECTION("data-plane frames, copied node to node") {}
   SECTION("without a data plane: in pieces, fetched and shipped") {
@@ -380,6 +380,9 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
     sent_at_start = 0;
     shipped_to[0] = 1; // the first deployment's stage 0
     shipped_to[1] = 2; // that, and the merged stage's after the kill
+    // Layer 0's snapshot, then layers 1 and 2 one by one: over CAF the
+    // backup got stage 1's snapshot (2 layers, over 1 MiB) layer by layer.
+    fetched = 3;
   }
   job.metrics_path = std::string(ASTEROID_TEST_TMP) + "/ft-pieces-" + std::to_string(port)
                      + ".jsonl";
@@ -391,6 +394,7 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
   REQUIRE(recovered);
   CHECK((*recovered)["copied_snapshots"] == copies);
   CHECK((*recovered)["states_sent"] == 0);
+  CHECK((*recovered)["fetched_snapshots"] == fetched);
   auto starts = records_of(job.metrics_path, "start");
   REQUIRE(starts.size() == 1);
   CHECK(starts[0]["states_sent"] == sent_at_start);
