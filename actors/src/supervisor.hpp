@@ -56,8 +56,8 @@ struct replica_ref {
   int device;
   replica_actor handle;
   /// Where the step driver's inputs (stage 0) or labels (last stage) for
-  /// this replica go, chosen when it is deployed: CAF, since the
-  /// supervisor's process has no data plane. Null for the stages between.
+  /// this replica go, chosen when it is deployed: this process's data plane
+  /// where the replica's node has one, else CAF. Null for the stages between.
   channel_ptr feed;
 };
 
@@ -282,9 +282,10 @@ private:
                                   const std::vector<std::vector<bool>>& keep,
                                   const std::function<const std::string&(int)>& state_of,
                                   milliseconds timeout);
-  /// This process's data plane (stage states to nodes; it listens on
-  /// loopback and serves no job, so it takes no frames), started at first
-  /// use with the actor system's credentials; null when it cannot start.
+  /// This process's data plane (stage states, inputs and labels to nodes;
+  /// it listens on loopback and turns every connection away, so it takes no
+  /// frames), started at first use with the actor system's credentials;
+  /// null when it cannot start.
   std::shared_ptr<data_plane> plane();
   /// Fills `src.inventories` with the live nodes' snapshot inventories once
   /// they hold every layer at `step` (waiting up to the step timeout for

@@ -434,8 +434,14 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       auto handle = caf::actor_cast<replica_actor>(replicas[r]);
       self_->monitor(handle);
       stages_[s][r].handle = handle;
-      if (s == 0 || s == static_cast<int>(stages_.size()) - 1) // inputs, labels
-        stages_[s][r].feed = make_caf_channel(replicas[r]);
+      if (s == 0 || s == static_cast<int>(stages_.size()) - 1) { // inputs, labels
+        // Over this process's data plane where the node has one, beside
+        // the CAF connection that carries the control messages and
+        // heartbeats (a large input queued there would hold them back).
+        const auto endpoint = data_endpoint(stages_[s][r].device);
+        stages_[s][r].feed
+          = open_channel(replicas[r], endpoint.empty() ? nullptr : plane(), endpoint);
+      }
     }
     auto report = json::parse(reply.get_as<std::string>(2));
     for (auto& k : report["kept"])

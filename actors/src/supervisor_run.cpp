@@ -233,7 +233,14 @@ job_result supervisor::run() {
   // and a pass over the test set can take longer than many steps.
   if (test_ && job_.evaluate && !result_.stopped)
     result_.test = training::evaluate(model_, *test_, 500, job_.test_limit);
+  // What this process sent on its own data plane: stage states, inputs
+  // and labels (none without data planes).
+  const auto sent = plane_ ? plane_->stats() : data_plane::counters{};
+  if (plane_)
+    spdlog::info("the supervisor's data plane: {}", to_string(sent));
   metrics_.emit("done", {{"steps", result_.steps},
+                         {"data_plane_frames_out", sent.frames_out},
+                         {"data_plane_bytes_out", sent.bytes_out},
                          {"stopped", result_.stopped},
                          {"seconds", result_.seconds},
                          {"samples_per_s", result_.samples_per_s},

@@ -398,6 +398,15 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
   auto starts = records_of(job.metrics_path, "start");
   REQUIRE(starts.size() == 1);
   CHECK(starts[0]["states_sent"] == sent_at_start);
+  // With data planes the supervisor also fed every step's inputs and
+  // labels over its own: beyond the 3 states, at least 2 replicas x 2
+  // micro-batches of inputs and 2 of labels per step.
+  auto done = records_of(job.metrics_path, "done");
+  REQUIRE(done.size() == 1);
+  if (sent_at_start > 0)
+    CHECK(done[0]["data_plane_frames_out"].get<int64_t>() >= 3 + 6 * job.max_steps);
+  else
+    CHECK(done[0]["data_plane_frames_out"] == 0);
   int shipped[2] = {0, 0};
   for (int node = 0; node < 2; ++node) {
     std::ifstream log{std::string(ASTEROID_TEST_TMP) + "/actors-" + std::to_string(port)
