@@ -56,6 +56,23 @@ planner::model_profile profile_on_node(caf::actor_system& sys,
   return planner::parse_model_profile(json::parse(text), "profile from node");
 }
 
+bool path_answers(caf::actor_system& sys, const device_actor& from,
+                  const std::string& to_endpoint, std::string* why) {
+  link_probe_options o;
+  o.bytes = int64_t{16} << 10;
+  o.stream = 1;
+  o.timeout = std::chrono::milliseconds(500);
+  o.path = probe_data_plane;
+  try {
+    measure_link(sys, from, to_endpoint, o);
+    return true;
+  } catch (const std::exception& e) {
+    if (why)
+      *why = e.what();
+    return false;
+  }
+}
+
 link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts) {

@@ -29,28 +29,18 @@ void probe_cut_paths(server_self self, server_clock::time_point now) {
       st.cut.forget(p.device); // no endpoint to probe it at
       continue;
     }
-    // Over the path that failed, the way requests take it (the data plane):
-    // one 16 KiB frame from the other end and its echo on the same
-    // connection, so both directions; a helper actor waits for it (at most
-    // 4 x 500 ms) while the server serves.
-    link_probe_options o;
-    o.bytes = int64_t{16} << 10;
-    o.stream = 1;
-    o.timeout = milliseconds(500);
-    o.path = probe_data_plane;
+    // Over the path that failed, the way requests take it (path_answers):
+    // a helper actor waits for it while the server serves.
     auto from = st.devices[p.other];
     auto to = st.opts.nodes[p.device];
     auto label = who(st, p.device) + " from " + who(st, p.other);
     auto server = caf::actor_cast<server_actor>(self);
     const int64_t d = p.device;
     auto helper = self->spawn<caf::detached>([=](caf::blocking_actor* h) {
-      bool answered = true;
-      try {
-        measure_link(h->system(), from, to, o);
-      } catch (const std::exception& e) {
-        answered = false;
-        spdlog::debug("server: probing the path to {}: {}", label, e.what());
-      }
+      std::string why;
+      const bool answered = path_answers(h->system(), from, to, &why);
+      if (!answered)
+        spdlog::debug("server: probing the path to {}: {}", label, why);
       h->send(server, probe_atom::value, d, answered);
     });
     st.probing[p.device] = helper.address();

@@ -263,6 +263,13 @@ private:
   /// copies arrived. A copy refused or not arrived in time is logged and
   /// left to fetch_full_state.
   int copy_snapshots(const planner::plan& next, state_source& src);
+  /// Asks each device of `wanted` (device -> layer range) for its snapshot
+  /// inventory until it holds that range at `version` (snapshots sent to it
+  /// travel on the data plane, the question whether they arrived on CAF),
+  /// until `deadline`. Returns the inventories of those that do; throws
+  /// device_lost.
+  std::map<int, json> await_snapshots(const std::map<int, std::pair<int, int>>& wanted,
+                                      int64_t version, clock::time_point deadline);
   /// Where each member of `next` takes its state at `src.version` from
   /// the nodes' snapshots (`src.inventories`): its own node's, copied there
   /// (copy_snapshots), or, for any member still without, `src.full`
@@ -293,6 +300,12 @@ private:
   /// off, not taken at `step`, or the job has no data plane to copy them
   /// over; a re-plan then gathers the state from the replicas.
   bool snapshots_at(int64_t step, state_source& src);
+  /// The state a boundary re-plan deploys `next` with: `src` as it is when
+  /// it was gathered from the replicas; when it came from the snapshots
+  /// (`from_snapshots`), the live nodes' inventories, with the copies
+  /// `next` needs made (state_from_snapshots, which `copied` counts).
+  state_source boundary_state(const planner::plan& next, const state_source& src,
+                              bool from_snapshots, int& copied);
   serialization::named_tensors gather_full_state();
   /// The state replica `r` holds now (its stage's tensors); throws naming
   /// the stage and node when it does not answer.

@@ -68,13 +68,8 @@ bool supervisor::remove_requested(int64_t step) {
                ? "replan(threshold)"
                : "patch";
       check_plan_fits(next, model_, job_.model, static_cast<int>(devices_.size()));
-      if (!from_snapshots)
-        return {next, src};
-      state_source here = src;
-      for (int d : dead_)
-        here.inventories.erase(d);
-      copied = state_from_snapshots(next, here);
-      return {next, here};
+      auto state = boundary_state(next, src, from_snapshots, copied);
+      return {std::move(next), std::move(state)};
     },
     step);
   // The node stays up for other jobs; this job's snapshots leave with it.

@@ -298,6 +298,18 @@ bool supervisor::snapshots_at(int64_t step, state_source& src) {
   }
 }
 
+state_source supervisor::boundary_state(const planner::plan& next, const state_source& src,
+                                        bool from_snapshots, int& copied) {
+  if (!from_snapshots)
+    return src;
+  // Planned again after a loss: nothing is asked of a lost device.
+  state_source here = src;
+  for (int d : dead_)
+    here.inventories.erase(d);
+  copied = state_from_snapshots(next, here);
+  return here;
+}
+
 void supervisor::replan_at_boundary(int64_t step, const std::string& event,
                                     json rec) {
   auto t_begin = clock::now();
@@ -316,14 +328,8 @@ void supervisor::replan_at_boundary(int64_t step, const std::string& event,
   deploy_surviving(
     [&]() -> std::pair<planner::plan, state_source> {
       auto next = fresh_plan_on_survivors();
-      if (!from_snapshots)
-        return {next, src};
-      // Planned again after a loss: nothing is asked of a lost device.
-      state_source here = src;
-      for (int d : dead_)
-        here.inventories.erase(d);
-      copied = state_from_snapshots(next, here);
-      return {next, here};
+      auto state = boundary_state(next, src, from_snapshots, copied);
+      return {std::move(next), std::move(state)};
     },
     step);
   rec["state_from"] = from_snapshots ? "snapshots" : "replicas";

@@ -48,34 +48,17 @@ int supervisor::copy_snapshots(const planner::plan& next, state_source& src) {
   }
   for (int d : refused)
     targets.erase(d);
-  // The frames travel on the data plane, the question whether they arrived
-  // on CAF: ask each target until its snapshots tile its range.
   std::map<int, std::pair<int, int>> range_of;
   for (const auto& st : next.stages)
     for (int d : st.devices)
-      range_of[d] = {st.first_layer, st.end_layer};
-  const auto deadline = t_begin + timeout;
+      if (targets.count(d))
+        range_of[d] = {st.first_layer, st.end_layer};
   int arrived = 0;
-  for (;;) {
-    for (auto it = targets.begin(); it != targets.end();) {
-      int d = *it;
-      auto reply = ask<inventory_atom, int32_t, std::string>(
-        d, devices_[d], timeout, "asking node " + who(d) + " for its snapshots",
-        inventory_atom::value, static_cast<int32_t>(d));
-      auto inv = json::parse(reply.get_as<std::string>(2), nullptr, false);
-      if (!inv.is_discarded()
-          && tiles(inv, range_of[d].first, range_of[d].second, src.version)) {
-        for (const auto& c : copies)
-          arrived += c.target == d;
-        src.inventories[d] = std::move(inv);
-        it = targets.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (targets.empty() || clock::now() >= deadline)
-      break;
-    std::this_thread::sleep_for(milliseconds(20));
+  for (auto& [d, inv] : await_snapshots(range_of, src.version, t_begin + timeout)) {
+    for (const auto& c : copies)
+      arrived += c.target == d;
+    src.inventories[d] = std::move(inv);
+    targets.erase(d);
   }
   for (int d : targets)
     spdlog::warn("the snapshots copied to node {} did not arrive within {} ms (its "
@@ -98,6 +81,32 @@ int supervisor::state_from_snapshots(const planner::plan& next, state_source& sr
       }
     }
   return copied;
+}
+
+std::map<int, json> supervisor::await_snapshots(
+  const std::map<int, std::pair<int, int>>& wanted, int64_t version,
+  clock::time_point deadline) {
+  std::map<int, json> out;
+  auto waiting = wanted;
+  const auto timeout = milliseconds(job_.step_timeout_ms);
+  for (;;) {
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const int d = it->first;
+      auto reply = ask<inventory_atom, int32_t, std::string>(
+        d, devices_[d], timeout, "asking node " + who(d) + " for its snapshots",
+        inventory_atom::value, static_cast<int32_t>(d));
+      auto inv = json::parse(reply.get_as<std::string>(2), nullptr, false);
+      if (!inv.is_discarded() && tiles(inv, it->second.first, it->second.second, version)) {
+        out[d] = std::move(inv);
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (waiting.empty() || clock::now() >= deadline)
+      return out;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
 }
 
 } // namespace asteroid::actors::detail

@@ -2,11 +2,8 @@
 // deployment, a checkpoint, a state gathered or fetched) sent to the nodes
 // as data-plane frames, which they keep as snapshots to rebuild from.
 #include "supervisor.hpp"
-#include "supervisor_ask.hpp"
 
 #include <spdlog/spdlog.h>
-
-#include <thread>
 
 namespace asteroid::actors::detail {
 
@@ -67,11 +64,10 @@ std::map<int, json> supervisor::send_states(
         targets.push_back({s, d});
     }
   }
-  std::map<int, json> out;
   if (targets.empty() || !plane())
-    return out;
+    return {};
   const auto t_begin = clock::now();
-  std::vector<target> waiting;
+  std::map<int, std::pair<int, int>> sent;
   int64_t bytes = 0;
   for (const auto& t : targets) {
     const auto& st = p.stages[t.stage];
@@ -86,41 +82,21 @@ std::map<int, json> supervisor::send_states(
                                 static_cast<uint64_t>(devices_[t.device].id()))
                  ->send(self_.ptr(), std::move(m));
     if (err.empty())
-      waiting.push_back(t);
+      sent[t.device] = {st.first_layer, st.end_layer};
     else
       spdlog::warn("stage {}'s state to node {} over the data plane: {} (shipped over CAF "
                    "instead)",
                    t.stage, who(t.device), err);
   }
-  // The frames travel on the data plane, the question whether they arrived
-  // on CAF: ask each node until it holds its range.
-  const auto deadline = t_begin + timeout;
-  for (;;) {
-    for (auto it = waiting.begin(); it != waiting.end();) {
-      const auto& st = p.stages[it->stage];
-      const int d = it->device;
-      auto reply = ask<inventory_atom, int32_t, std::string>(
-        d, devices_[d], timeout, "asking node " + who(d) + " for its snapshots",
-        inventory_atom::value, static_cast<int32_t>(d));
-      auto inv = json::parse(reply.get_as<std::string>(2), nullptr, false);
-      if (!inv.is_discarded() && tiles(inv, st.first_layer, st.end_layer, version)) {
-        out[d] = std::move(inv);
-        it = waiting.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (waiting.empty() || clock::now() >= deadline)
-      break;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  for (const auto& t : waiting)
-    spdlog::warn("stage {}'s state sent to node {} over the data plane did not arrive "
-                 "within {} ms (shipped over CAF instead)",
-                 t.stage, who(t.device), timeout.count());
+  auto out = await_snapshots(sent, version, t_begin + timeout);
+  for (const auto& [d, range] : sent)
+    if (!out.count(d))
+      spdlog::warn("the state of layers {}-{} sent to node {} over the data plane did not "
+                   "arrive within {} ms (shipped over CAF instead)",
+                   range.first, range.second, who(d), timeout.count());
   spdlog::info("sent {} stage states ({:.1f} MB) to their nodes over the data plane in "
                "{:.3f} s",
-               targets.size() - waiting.size(), static_cast<double>(bytes) / 1e6,
+               out.size(), static_cast<double>(bytes) / 1e6,
                seconds_between(t_begin, clock::now()));
   return out;
 }

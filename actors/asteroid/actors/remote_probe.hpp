@@ -56,6 +56,14 @@ link_measurement measure_link(caf::actor_system& sys, const device_actor& from,
                               const std::string& to_endpoint,
                               const link_probe_options& opts);
 
+/// Whether the data-plane path from node `from` to the node at
+/// `to_endpoint` carries a probe now: one 16 KiB frame and its echo on the
+/// same connection, so both directions, within at most 4 x 500 ms. Blocks:
+/// for a helper actor. Why paths are probed: cut_paths.hpp. `why`, when
+/// given, says why a probe did not get through.
+bool path_answers(caf::actor_system& sys, const device_actor& from,
+                  const std::string& to_endpoint, std::string* why = nullptr);
+
 /// A cluster of `devices` (capabilities from each node: name, memory, speed
 /// = reference slowdown / node slowdown) with a measured link matrix.
 /// `reference` is the device whose speed is 1 (the profiled one). With
