@@ -208,10 +208,6 @@ const std::array<handler, planner::num_ops>& handlers() {
   return table;
 }
 
-/// Sends the state before step `version` to the home device and, from
-/// replica 0, to the backup device. Group members hold identical weights, so
-/// one copy outside the group suffices. The sends are asynchronous: the
-/// pipeline only pays for the copy and the encoding.
 namespace {
 
 /// Whether the backup's copy of a snapshot of `bytes` goes layer by layer:
@@ -220,8 +216,8 @@ namespace {
 /// next, and a node counts a connection silent until a whole message
 /// arrives on it; a stage's state with momentum as one message (ResNet-50's
 /// layers 9-18: about 165 MB, 13 s at 100 Mbit/s) held everything behind it
-/// for as long, and on the testbed such a job stalled at its first
-/// snapshot. Each layer is a snapshot of its own range, which the backup
+/// for as long, and on the testbed such a job stalled at step 1 until its
+/// step timeout. Each layer is a snapshot of its own range, which the backup
 /// node's store tiles back together (snapshot_store::assemble).
 bool backup_by_layer(const replica_state& st, const engine& e, size_t bytes) {
   auto ch = st.channels.find({peer_backup, 0});
@@ -232,6 +228,10 @@ bool backup_by_layer(const replica_state& st, const engine& e, size_t bytes) {
 
 } // namespace
 
+/// Sends the state before step `version` to the home device and, from
+/// replica 0, to the backup device. Group members hold identical weights, so
+/// one copy outside the group suffices. The sends are asynchronous: the
+/// pipeline only pays for the copy and the encoding.
 void snapshot(replica_self* self, int64_t version) {
   auto& st = self->state;
   auto& e = *st.e;
