@@ -291,3 +291,29 @@ TEST_CASE("data plane: a new job, or none, closes the last job's connections") {
   CHECK(p.next_step() == 2);
   CHECK(p.a->stats().dropped_out == 0);
 }
+
+TEST_CASE("data plane that takes no connections (the supervisor's, which only "
+          "sends): every connection made to it is closed at once, and its own "
+          "frames still arrive") {
+  two_planes p;
+  actors::data_plane::options send_only;
+  send_only.max_incoming = 0;
+  auto sender = actors::data_plane::start(send_only);
+  // A header of the job it serves (none) and a destination: closed unread.
+  CHECK(test::peer_closes_after(sender->port(), header_bytes(0, p.me.id(), 16)));
+  CHECK(test::peer_closes_after(sender->port(), std::string{}));
+  CHECK(sender->stats().evicted_connections >= 2);
+  CHECK(sender->stats().frames_in == 0);
+  // Its frames go out on the connection it opens, whose acknowledgements
+  // come back on that connection.
+  for (int64_t step = 1; step <= 3; ++step) {
+    serialization::tensor_message m;
+    m.kind = tensor_kind::activation;
+    m.step = step;
+    m.payload = "x";
+    REQUIRE(sender->send(p.b_at(), p.me.id(), std::move(m)));
+    CHECK(p.next_step() == step);
+  }
+  CHECK(sender->stats().dropped_out == 0);
+  sender->stop();
+}
