@@ -410,8 +410,10 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       ++num_replicas_;
     }
     std::string state; // the stage's state, for members that need it shipped
-    if (ships)
-      state = state_of(s);
+    if (ships) {
+      state_of(s); // encoded now if send_states did not need it
+      state = std::move(*encoded[s]); // each stage's state is shipped once
+    }
     auto& a = stage_actors_.at({st.first_layer, st.end_layer});
     self_->send(a, deploy_atom::value, to_json(dep).dump(), member_devices, state);
   }
