@@ -257,9 +257,9 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
   return v;
 }
 
-/// Messages per stream: about 64 MiB in all, at least 4.
-int stream_count(int64_t bytes) {
-  return static_cast<int>(std::max<int64_t>(4, (int64_t{64} << 20) / bytes));
+/// Messages per stream: about `stream_mib` MiB in all, at least 4.
+int stream_count(int64_t bytes, int64_t stream_mib) {
+  return static_cast<int>(std::max<int64_t>(4, (stream_mib << 20) / bytes));
 }
 
 } // namespace
@@ -283,6 +283,11 @@ int main(int argc, char** argv) {
   bool no_veth = false;
   app.add_flag("--no-veth", no_veth,
                "skip the streams over a testbed veth (they need root and network namespaces)");
+  int64_t stream_mib = 64;
+  app.add_option("--stream-mib", stream_mib,
+                 "bytes of one loopback stream, in MiB (its messages are prepared in the "
+                 "sending node's memory before the clock starts)")
+    ->check(CLI::Range(int64_t{16}, int64_t{4096}));
   bool transfers_only = false;
   app.add_flag("--transfers-only", transfers_only,
                "skip the step comparison: only the transfer streams, paced links and veth "
@@ -434,7 +439,7 @@ int main(int argc, char** argv) {
               repeats);
   for (int64_t mib : {1, 16}) {
     auto bytes = mib << 20;
-    auto count = stream_count(bytes);
+    auto count = stream_count(bytes, stream_mib);
     double dp_bw = 0, tls_dp_bw = 0, caf_bw = 0, tls_caf_bw = 0, anchor_bw = 0,
            same_bytes_bw = 0;
     for (int r = 0; r < repeats; ++r) {
