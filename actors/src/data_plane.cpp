@@ -8,6 +8,7 @@
 
 #include "data_plane/frame_reader.hpp"
 #include "data_plane/link_stream.hpp"
+#include "data_plane/peer_silence.hpp"
 #include "tls_context.hpp"
 
 #include <spdlog/spdlog.h>
@@ -93,18 +94,6 @@ out_frame frame_of(serialization::tensor_message m, caf::actor_id destination) {
 
 class inbound;
 class outbound;
-
-/// TCP_USER_TIMEOUT: data the peer's TCP leaves unacknowledged this long
-/// breaks the connection (options::silence_timeout says why).
-void limit_silence(tcp::socket& socket, std::chrono::milliseconds timeout) {
-  if (timeout.count() <= 0)
-    return;
-  const auto ms = static_cast<unsigned int>(
-    std::min<int64_t>(timeout.count(), std::numeric_limits<int>::max()));
-  // Best effort: without it a silent path is found by the heartbeats only.
-  [[maybe_unused]] int rc = ::setsockopt(socket.native_handle(), IPPROTO_TCP,
-                                         TCP_USER_TIMEOUT, &ms, sizeof ms);
-}
 
 struct data_plane_core {
   explicit data_plane_core(data_plane::options o)
@@ -222,7 +211,7 @@ public:
                                       + std::to_string(from.port());
     asio::ip::tcp::no_delay nodelay{true};
     socket.set_option(nodelay, ec);
-    limit_silence(socket, plane.silence_timeout());
+    limit_silence(socket.native_handle(), plane.silence_timeout());
     link_ = std::make_shared<link_stream>(std::move(socket), plane.tls_context());
   }
 
@@ -442,6 +431,7 @@ public:
       pace_timer_(strand_),
       idle_timer_(strand_),
       retry_timer_(strand_),
+      silence_timer_(strand_),
       link_id_(plane.new_link_id()) {
     pace_.rate_Bps = plane.opts.rate_Bps;
   }
@@ -517,6 +507,7 @@ public:
       self->pace_timer_.cancel();
       self->idle_timer_.cancel();
       self->retry_timer_.cancel();
+      self->silence_timer_.cancel();
       if (self->link_)
         self->link_->close();
     });
@@ -712,7 +703,7 @@ private:
       return connect_failed(link, ec);
     asio::error_code ignored;
     link->socket().set_option(tcp::no_delay{true}, ignored);
-    limit_silence(link->socket(), plane_.silence_timeout());
+    limit_silence(link->socket().native_handle(), plane_.silence_timeout());
     if (!link->tls())
       return connected(link);
     // The peer answered: the path works. Its handshake gets the whole
@@ -804,8 +795,33 @@ private:
       spdlog::info("data plane: connection to {} made again; writing {} frames again",
                    endpoint_, unacked_.size());
     next_to_write_ = 0;
+    silence_.reset();
+    watch_silence(link);
     frame_reader::start(link, weak_from_this(), plane_.opts.limits);
     pump();
+  }
+
+  /// While `link` is this link's connection, every quarter of the silence
+  /// timeout: breaks it when frames wait for a peer whose TCP has
+  /// acknowledged none of them for the whole timeout, which TCP_USER_TIMEOUT
+  /// finds late on a path that fails in one direction (peer_silence.hpp);
+  /// it then connects again, as after any break.
+  void watch_silence(const std::shared_ptr<link_stream>& link) {
+    const auto limit = plane_.silence_timeout();
+    if (limit.count() <= 0)
+      return;
+    silence_timer_.expires_after(std::max(limit / 4, std::chrono::milliseconds(10)));
+    silence_timer_.async_wait([self = shared_from_this(), link,
+                               limit](const asio::error_code& ec) {
+      if (ec || link != self->link_ || !self->connected_ || self->stopping())
+        return;
+      if (self->unacked_.empty())
+        self->silence_.reset();
+      else if (self->silence_.silent_for(link->socket().native_handle(), limit))
+        return self->broke(link, "the peer's TCP acknowledged nothing for "
+                                   + std::to_string(limit.count()) + " ms");
+      self->watch_silence(link);
+    });
   }
 
   /// The peer cannot be reached: what is pending for it is dropped, said
@@ -932,7 +948,8 @@ private:
   bool pumping_ = false; ///< a pump is scheduled, or the strand will pump again
   // The strand's own.
   tcp::resolver resolver_;
-  asio::steady_timer connect_timer_, pace_timer_, idle_timer_, retry_timer_;
+  asio::steady_timer connect_timer_, pace_timer_, idle_timer_, retry_timer_, silence_timer_;
+  peer_silence silence_;
   const uint64_t link_id_;
   uint64_t last_sequence_ = 0;
   /// Written (or being written) and not yet acknowledged, by sequence.
