@@ -8,7 +8,7 @@ heartbeat_monitor::heartbeat_monitor(int devices,
                                      std::chrono::milliseconds interval,
                                      int misses)
   : interval_(interval), misses_(misses),
-    last_seen_(static_cast<size_t>(devices)),
+    last_seen_(static_cast<size_t>(devices)), last_answer_(static_cast<size_t>(devices)),
     dead_(static_cast<size_t>(devices), false) {
   if (interval.count() <= 0)
     throw std::invalid_argument("heartbeat interval must be > 0 ms");
@@ -32,6 +32,8 @@ void heartbeat_monitor::answered(int d, int64_t seq, clock::time_point now) {
     return; // not ours: never trust a peer's numbers
   if (now > last_seen_[static_cast<size_t>(d)])
     last_seen_[static_cast<size_t>(d)] = now;
+  if (now > last_answer_[static_cast<size_t>(d)])
+    last_answer_[static_cast<size_t>(d)] = now;
 }
 
 std::vector<int> heartbeat_monitor::newly_dead(clock::time_point now) {
@@ -51,11 +53,13 @@ void heartbeat_monitor::mark_dead(int d) {
 void heartbeat_monitor::revive(int d, clock::time_point now) {
   dead_.at(static_cast<size_t>(d)) = false;
   last_seen_.at(static_cast<size_t>(d)) = now;
+  last_answer_.at(static_cast<size_t>(d)) = now;
 }
 
 int heartbeat_monitor::add_device(clock::time_point now) {
   dead_.push_back(false);
   last_seen_.push_back(now);
+  last_answer_.push_back(now);
   return size() - 1;
 }
 

@@ -394,7 +394,7 @@ void judge_unreachable(server_self self, server_clock::time_point now) {
     return;
   const auto lately = milliseconds(2 * st.opts.heartbeat_ms);
   auto l = st.unreachable.judge(
-    st.dead, [&](int d) { return now - st.heartbeats->last_seen(d) <= lately; },
+    st.dead, [&](int d) { return now - st.heartbeats->last_answer(d) <= lately; },
     [&](int d) { return who(st, d); });
   if (!l)
     return;

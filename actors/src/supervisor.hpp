@@ -507,6 +507,8 @@ private:
   std::shared_ptr<data_plane> plane_;
   bool plane_failed_ = false; ///< plane() could not start it: not tried again
   int64_t hb_round_ = 0;
+  /// When the wake-up this engine last sent itself arrives (run_step).
+  clock::time_point tick_at_{};
   std::set<size_t> faults_fired_;
   std::map<int, clock::time_point> injected_at_;
   std::optional<clock::time_point> last_fault_; ///< last injected fault

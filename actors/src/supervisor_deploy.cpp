@@ -58,7 +58,7 @@ void supervisor::hold_unreachable(const caf::strong_actor_ptr& reporter,
 std::optional<unreachable_reports::loss> supervisor::judge_unreachable(clock::time_point now) {
   const auto lately = milliseconds(2 * ft().heartbeat_ms);
   return unreachable_.judge(
-    dead_, [&](int d) { return now - heartbeats_.last_seen(d) <= lately; },
+    dead_, [&](int d) { return now - heartbeats_.last_answer(d) <= lately; },
     [&](int d) { return name_of(d); });
 }
 

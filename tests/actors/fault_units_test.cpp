@@ -55,9 +55,17 @@ TEST_CASE("heartbeat_monitor: ignores answers it never asked for, catches up "
   // fault.
   hb.catch_up(t + 1s);
   CHECK(hb.newly_dead(t + 1s + 150ms).empty());
+  // Its clock restarted, but it has not answered since it was pinged at t:
+  // a report blaming a path to it waits for the heartbeats.
+  CHECK(hb.last_seen(0) == t + 1s);
+  CHECK(hb.last_answer(0) == actors::heartbeat_monitor::clock::time_point{});
   CHECK(hb.newly_dead(t + 1s + 201ms) == std::vector<int>{0});
   hb.revive(0, t + 2s);
   CHECK_FALSE(hb.dead(0));
+  CHECK(hb.last_answer(0) == t + 2s);
+  auto round = hb.pinged(t + 2s);
+  hb.answered(0, round, t + 2s + 5ms);
+  CHECK(hb.last_answer(0) == t + 2s + 5ms);
   CHECK_THROWS_WITH(actors::heartbeat_monitor(1, 0ms, 1),
                     Catch::Contains("interval"));
 }

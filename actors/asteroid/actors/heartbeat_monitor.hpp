@@ -67,9 +67,19 @@ public:
   /// `now`; returns its index.
   int add_device(clock::time_point now);
   int size() const { return static_cast<int>(dead_.size()); }
-  /// When `d` last answered.
+  /// When `d` last answered, or when a pause of this monitor's own
+  /// (`catch_up`, `reset`) restarted its clock: what its death is judged by.
   clock::time_point last_seen(int d) const {
     return last_seen_.at(static_cast<size_t>(d));
+  }
+  /// When `d` last answered a ping itself (or was added or revived), which
+  /// no pause of this monitor moves: what says whether a node silent to
+  /// the supervisor may be blamed for a path (unreachable_reports.hpp). A
+  /// node cut off while the supervisor paused (injecting that very cut, on
+  /// a loaded host) looked freshly seen after the restart, and its report
+  /// blamed the path before the heartbeats could find the silence.
+  clock::time_point last_answer(int d) const {
+    return last_answer_.at(static_cast<size_t>(d));
   }
 
 private:
@@ -77,7 +87,7 @@ private:
   int misses_;
   int64_t seq_ = 0;
   clock::time_point next_ping_{};
-  std::vector<clock::time_point> last_seen_;
+  std::vector<clock::time_point> last_seen_, last_answer_;
   std::vector<bool> dead_;
 };
 
