@@ -1,7 +1,7 @@
 // The data plane on standalone Asio (data_plane.hpp): the listener, the
 // incoming connections (frames in, probe echoes answered), the outgoing
-// connections (a bounded queue per destination), all served by one event
-// loop that `options::io_threads` threads run.
+// connections (a bounded queue per destination, stage states on a second
+// one), all served by one event loop that `options::io_threads` threads run.
 #include "asteroid/actors/data_plane.hpp"
 
 #include "asteroid/actors/protocol.hpp"
@@ -47,6 +47,8 @@ namespace detail {
 /// would deliver them: a slice goes to the socket when the link would have
 /// finished carrying it, so a frame on an idle link arrives whole about
 /// `size / rate` after it was sent and leaves no debt for the next one.
+/// The lanes to one destination share it (they share the link it stands
+/// for), each from its own strand.
 struct pacer {
   static constexpr size_t slice = 64 << 10;
   /// How far behind schedule a busy link may fall and still catch up: a
@@ -55,9 +57,11 @@ struct pacer {
   /// longer starts afresh, so a frame on it never arrives early.
   static constexpr auto catch_up = std::chrono::milliseconds(1);
   double rate_Bps = 0;
+  std::mutex mu;
   steady::time_point next{};
   /// When the next `n` bytes may go.
   steady::time_point slot_for(size_t n) {
+    std::lock_guard<std::mutex> guard{mu};
     auto now = steady::now();
     next = (now - next <= catch_up ? next : now)
            + std::chrono::duration_cast<steady::duration>(
@@ -65,6 +69,10 @@ struct pacer {
     return next;
   }
 };
+
+/// Which connection to a destination a frame takes (data_plane::send): its
+/// stage states apart from everything else.
+enum class lane { pipeline, bulk };
 
 /// One frame on its way out: kept until it is acknowledged (or dropped).
 struct out_frame {
@@ -154,7 +162,10 @@ struct data_plane_core {
   mutable std::mutex mu; ///< guards sinks, outgoing, incoming, links, stats, unreachable
   data_plane::unreachable_handler unreachable;
   std::map<caf::actor_id, sink> sinks;
-  std::map<std::string, std::shared_ptr<outbound>> outgoing;
+  /// By destination and lane (connection_to).
+  std::map<std::pair<std::string, lane>, std::shared_ptr<outbound>> outgoing;
+  /// One per destination, shared by its lanes (null: links not paced).
+  std::map<std::string, std::shared_ptr<pacer>> pacers;
   std::list<std::weak_ptr<inbound>> incoming;
   std::map<uint64_t, link_record> links;
   uint64_t link_clock = 0;
@@ -192,7 +203,7 @@ struct data_plane_core {
   receipt receive(const frame_header& h, std::string key, std::string payload);
   /// A random, nonzero id for a new outgoing link.
   uint64_t new_link_id();
-  std::shared_ptr<outbound> connection_to(const std::string& endpoint);
+  std::shared_ptr<outbound> connection_to(const std::string& endpoint, lane l);
   /// Every outgoing and live incoming connection; with `forget`, the plane
   /// lets go of them and of its sinks (stopping).
   std::pair<std::vector<std::shared_ptr<outbound>>, std::vector<std::shared_ptr<inbound>>>
@@ -422,7 +433,7 @@ private:
 /// own idle timeout could close it under a write.
 class outbound : public frame_receiver, public std::enable_shared_from_this<outbound> {
 public:
-  outbound(data_plane_core& plane, std::string endpoint)
+  outbound(data_plane_core& plane, std::string endpoint, std::shared_ptr<pacer> pace)
     : plane_(plane),
       endpoint_(std::move(endpoint)),
       strand_(asio::make_strand(plane.io)),
@@ -432,9 +443,8 @@ public:
       idle_timer_(strand_),
       retry_timer_(strand_),
       silence_timer_(strand_),
-      link_id_(plane.new_link_id()) {
-    pace_.rate_Bps = plane.opts.rate_Bps;
-  }
+      link_id_(plane.new_link_id()),
+      pace_(std::move(pace)) {}
 
   /// From a sender's thread: waits up to `queue_wait` for room (frames
   /// queued and frames not yet acknowledged count alike).
@@ -862,7 +872,7 @@ private:
     ++f->tries;
     gave_up_ = false;
     auto link = link_;
-    if (pace_.rate_Bps <= 0) {
+    if (!pace_) {
       asio::async_write(*link, f->buffers(), transfer_whole{},
                         [self = shared_from_this(), link, f](const asio::error_code& ec,
                                                              size_t) {
@@ -882,7 +892,7 @@ private:
   void write_slice(const std::shared_ptr<link_stream>& link,
                    const std::shared_ptr<out_frame>& f) {
     auto n = std::min(pacer::slice, paced_.size() - paced_offset_);
-    pace_timer_.expires_at(pace_.slot_for(n));
+    pace_timer_.expires_at(pace_->slot_for(n));
     pace_timer_.async_wait([self = shared_from_this(), link, f, n](const asio::error_code& ec) {
       if (ec)
         return self->written(link, f, ec);
@@ -965,7 +975,7 @@ private:
   bool reported_ = false, gave_up_ = false;
   std::optional<steady::time_point> down_since_;
   std::chrono::milliseconds backoff_{};
-  pacer pace_;
+  const std::shared_ptr<pacer> pace_;
   std::string paced_;
   size_t paced_offset_ = 0;
 };
@@ -1149,13 +1159,24 @@ data_plane_core::connections(bool forget) {
   return {std::move(out), std::move(in)};
 }
 
-std::shared_ptr<outbound> data_plane_core::connection_to(const std::string& endpoint) {
+std::shared_ptr<outbound> data_plane_core::connection_to(const std::string& endpoint,
+                                                          lane l) {
   std::lock_guard<std::mutex> guard{mu};
   if (stopping)
     return nullptr; // stop() has taken the map already
-  auto& slot = outgoing[endpoint];
-  if (!slot)
-    slot = std::make_shared<outbound>(*this, endpoint);
+  auto& slot = outgoing[{endpoint, l}];
+  if (!slot) {
+    std::shared_ptr<pacer> pace;
+    if (opts.rate_Bps > 0) {
+      auto& shared = pacers[endpoint];
+      if (!shared) {
+        shared = std::make_shared<pacer>();
+        shared->rate_Bps = opts.rate_Bps;
+      }
+      pace = shared;
+    }
+    slot = std::make_shared<outbound>(*this, endpoint, std::move(pace));
+  }
   return slot;
 }
 
@@ -1294,7 +1315,12 @@ data_plane::counters data_plane::stats() const {
 
 bool data_plane::send(const std::string& endpoint, caf::actor_id destination,
                       serialization::tensor_message m) {
-  auto o = core_->connection_to(endpoint);
+  // A stage state (a backup snapshot before every step, tens of MB for a
+  // large stage) takes a connection of its own: on the one the pipeline's
+  // activations and gradients take, the step's first activation waited
+  // behind the whole state; beside it, the two share the link.
+  const auto l = m.kind == tensor_kind::snapshot ? detail::lane::bulk : detail::lane::pipeline;
+  auto o = core_->connection_to(endpoint, l);
   if (!o)
     return false;
   return o->enqueue(detail::frame_of(std::move(m), destination));

@@ -29,7 +29,11 @@
 /// every connection; no thread per connection. Outgoing frames queue per
 /// destination (bounded), so a replica hands its bytes over and goes back
 /// to compute; a full queue makes the sender wait (backpressure), up to
-/// `queue_wait`, then the frame is dropped and `send` says so. Frames for an
+/// `queue_wait`, then the frame is dropped and `send` says so. Stage states
+/// (`tensor_kind::snapshot`) go to a destination on a second link and
+/// connection of their own, so that the pipeline's tensors share the path
+/// with them instead of waiting behind them (a paced plane paces both
+/// together, at its one rate per destination). Frames for an
 /// actor that is gone are dropped: after a recovery, stale frames of an old
 /// generation name actor ids nobody registers again.
 ///
