@@ -250,7 +250,6 @@ TEST_CASE("data plane: a paced plane keeps to its rate") {
   CHECK(dt >= 0.2);
 }
 
-
 TEST_CASE("data plane: a stage state takes a connection of its own, so a pipeline "
           "tensor sent after it overtakes it, and a paced plane paces the two together") {
   actors::data_plane::options o;
