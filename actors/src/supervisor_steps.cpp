@@ -289,10 +289,11 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
     // 0.17's blocking receive restarts that timeout whenever a message it
     // skips arrives, and every request made with a timeout leaves one such
     // message behind (its `request_timeout`, delivered as a response after
-    // the answer was taken). One came a second after each step's
-    // micro-batch release, so while a cut node stalled a job of 0.17 s
-    // steps, a 200 ms wait ran 350-640 ms and the node was found silent
-    // 1.2-1.6 s after the cut instead of 0.7 s (testbed.link_cut).
+    // the answer was taken; seen in this loop's mailbox, about one per
+    // step, most likely the 1 s timeout of each step's micro-batch
+    // release). While a cut node stalled a job of 0.17 s steps, a 200 ms
+    // wait ran 350-640 ms and the node was found silent 1.2-1.6 s after the
+    // cut instead of 0.7 s (testbed.link_cut's job).
     if (!(tick_at_ > now && tick_at_ <= wake)) {
       self_->delayed_send(self_, wake - now, caf::tick_atom::value);
       tick_at_ = wake;

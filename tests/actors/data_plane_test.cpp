@@ -41,6 +41,12 @@ struct planes {
     b->stop();
   }
   std::string b_endpoint() const { return "127.0.0.1:" + std::to_string(b->port()); }
+  /// `sink` as a sink of plane b; returns its handle.
+  caf::actor b_sink(caf::scoped_actor& sink) {
+    auto me = caf::actor_cast<caf::actor>(sink);
+    b->add_sink(me);
+    return me;
+  }
   std::string a_endpoint() const { return "127.0.0.1:" + std::to_string(a->port()); }
 };
 
@@ -239,8 +245,7 @@ TEST_CASE("data plane: a paced plane keeps to its rate") {
   o.rate_Bps = 4e6; // 4 MB/s: 1 MB takes at least a quarter second
   planes p{o};
   caf::scoped_actor sink{*p.sys};
-  auto me = caf::actor_cast<caf::actor>(sink);
-  p.b->add_sink(me);
+  auto me = p.b_sink(sink);
   auto t0 = std::chrono::steady_clock::now();
   REQUIRE(p.a->send(p.b_endpoint(), me.id(),
                     msg(tensor_kind::all_reduce, 1, 0, 0, std::string(1000000, 'r'))));
@@ -256,8 +261,7 @@ TEST_CASE("data plane: a stage state takes a connection of its own, so a pipelin
   o.rate_Bps = 8e6; // 8 MB/s: the 4 MB state takes half a second at least
   planes p{o};
   caf::scoped_actor sink{*p.sys};
-  auto me = caf::actor_cast<caf::actor>(sink);
-  p.b->add_sink(me);
+  auto me = p.b_sink(sink);
   auto t0 = std::chrono::steady_clock::now();
   REQUIRE(p.a->send(p.b_endpoint(), me.id(),
                     msg(tensor_kind::snapshot, 3, 0, 0, std::string(4000000, 's'), "L0-2")));
