@@ -239,6 +239,24 @@ private:
   template <class... Reply, class Handle>
   caf::message await_reply(int d, const Handle& to, milliseconds timeout,
                            const std::string& what);
+  /// Sends `xs` to `to` and returns its answer (the first message from `to`
+  /// made of `Reply` types); throws std::runtime_error naming `what` after
+  /// `timeout`, or when `to` answers with an error. Unlike ask(), nothing
+  /// else is watched meanwhile (heartbeats, losses): for the questions
+  /// asked before a job's nodes are claimed and between steps. Unlike a
+  /// timed request, it leaves nothing behind: CAF 0.17 still delivers a
+  /// request's `request_timeout` after its answer came, and a blocking
+  /// actor skips that message at every receive from then on (the step
+  /// driver's mailbox held ~900 of them after the README's 937-step job).
+  template <class... Reply, class Handle, class... Ts>
+  caf::message exchange(const Handle& to, milliseconds timeout,
+                        const std::string& what, const Ts&... xs);
+  /// Makes the next receive return by `when` at the latest: a wake-up
+  /// message to itself, unless one already comes by then. CAF 0.17's
+  /// blocking receive restarts its `after` timeout whenever a message it
+  /// skips arrives, so a wait bounded by that alone can overrun its
+  /// deadline; every receive of this class handles `caf::tick_atom`.
+  void wake_by(clock::time_point when);
   /// The running replica that can serve stage `st` on device `d` in the
   /// next deployment: one of the same layers on that device, whose node
   /// holds the snapshot it would roll back to.
@@ -507,7 +525,7 @@ private:
   std::shared_ptr<data_plane> plane_;
   bool plane_failed_ = false; ///< plane() could not start it: not tried again
   int64_t hb_round_ = 0;
-  /// When the wake-up this engine last sent itself arrives (run_step).
+  /// When the wake-up this engine last sent itself arrives (wake_by).
   clock::time_point tick_at_{};
   std::set<size_t> faults_fired_;
   std::map<int, clock::time_point> injected_at_;

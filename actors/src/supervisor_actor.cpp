@@ -272,7 +272,11 @@ job_result await_job(caf::actor_system& sys, const supervisor_actor& sup,
                      const std::function<bool()>& stop_wanted,
                      std::chrono::milliseconds poll) {
   // Status requests, not an await with a timeout: each timed-out await
-  // would leave a promise behind in the supervisor actor.
+  // would leave a promise behind in the supervisor actor. Without a timeout
+  // themselves: the supervisor actor is local and event-based, so it
+  // answers at once or the request fails at once, and CAF 0.17 would
+  // deliver each timed request's timeout after its answer anyway, where
+  // this blocking actor would skip it at every receive from then on.
   caf::scoped_actor self{sys};
   bool stop_sent = false;
   for (;;) {
@@ -281,7 +285,7 @@ job_result await_job(caf::actor_system& sys, const supervisor_actor& sup,
       stop_sent = true;
     }
     std::string state, failure;
-    self->request(sup, std::chrono::seconds(30), job_status_atom::value)
+    self->request(sup, caf::infinite, job_status_atom::value)
       .receive(
         [&](const std::string& text) {
           state = json::parse(text).value("state", std::string());

@@ -1,11 +1,22 @@
 #pragma once
-// supervisor::ask and supervisor::await_reply: the step driver's bounded,
-// heartbeat-aware wait for one actor's reply, for every file that asks.
+// supervisor::ask and supervisor::await_reply (the step driver's bounded,
+// heartbeat-aware wait for one actor's reply) and supervisor::exchange (the
+// same without the watch), for every file that asks; and wake_by, which
+// bounds every wait of the step driver.
 #include "supervisor.hpp"
 
 #include <optional>
 
 namespace asteroid::actors::detail {
+
+inline void supervisor::wake_by(clock::time_point when) {
+  auto now = clock::now();
+  if (tick_at_ > now && tick_at_ <= when)
+    return;
+  self_->delayed_send(self_, std::max(when - now, clock::duration::zero()),
+                      caf::tick_atom::value);
+  tick_at_ = when;
+}
 
 template <class... Reply, class Handle, class... Ts>
 caf::message supervisor::ask(int d, const Handle& to, milliseconds timeout,
@@ -46,6 +57,7 @@ caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeo
                          std::min(left, std::chrono::duration_cast<milliseconds>(
                                           heartbeats_.next_ping() - now)));
     if (gone.first < 0) {
+      wake_by(now + wait);
       self_->receive(
         [&](caf::down_msg& dm) {
           auto down = device_down(dm);
@@ -53,6 +65,7 @@ caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeo
             gone = down;
         },
         [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
+        [&](caf::tick_atom) {},
         // Anything else waits for the step loop (late reports).
         caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
           if (self_->current_sender() != from
@@ -73,6 +86,46 @@ caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeo
                                       + " was lost: " + gone.second);
     }
   }
+  return std::move(*reply);
+}
+
+template <class... Reply, class Handle, class... Ts>
+caf::message supervisor::exchange(const Handle& to, milliseconds timeout,
+                                  const std::string& what, const Ts&... xs) {
+  // A plain send: the answer comes back as an ordinary message, and one
+  // that comes after the timeout is dropped by the step loop like any late
+  // answer (a timed request's would stay in the mailbox: supervisor.hpp).
+  self_->send(to, xs...);
+  auto from = caf::actor_cast<caf::strong_actor_ptr>(to);
+  auto deadline = clock::now() + timeout;
+  std::optional<caf::message> reply;
+  std::string error;
+  while (!reply && error.empty()) {
+    auto now = clock::now();
+    if (now >= deadline)
+      throw std::runtime_error(what + ": no answer within "
+                               + std::to_string(timeout.count()) + " ms");
+    wake_by(deadline);
+    self_->receive(
+      [&](caf::tick_atom) {},
+      // Anything else waits for the loop it belongs to (heartbeat answers,
+      // down messages, late reports).
+      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
+        if (self_->current_sender() != from)
+          return caf::skip;
+        if (x.content().template match_elements<caf::error>()) {
+          error = sys_.render(x.content().template get_as<caf::error>(0));
+          return caf::message{};
+        }
+        if (!x.content().template match_elements<Reply...>())
+          return caf::skip;
+        reply = x.move_content_to_message();
+        return caf::message{};
+      },
+      caf::after(std::chrono::duration_cast<milliseconds>(deadline - now)) >> [] {});
+  }
+  if (!error.empty())
+    throw std::runtime_error(what + ": " + error);
   return std::move(*reply);
 }
 

@@ -141,9 +141,13 @@ void supervisor::link_nodes() {
         continue;
       auto [host, port] = parse_endpoint(nodes_[e]);
       std::string err;
-      self_->request(devices_[d], timeout, link_atom::value, host, port)
-        .receive([&](std::string& s) { err = s; },
-                 [&](caf::error& x) { err = sys_.render(x); });
+      try {
+        err = exchange<std::string>(devices_[d], timeout, "linking", link_atom::value,
+                                    host, port)
+                .get_as<std::string>(0);
+      } catch (const std::runtime_error& x) {
+        err = x.what();
+      }
       if (!err.empty())
         throw std::runtime_error("node " + who(static_cast<int>(d))
                                  + " cannot reach node "
@@ -175,14 +179,15 @@ std::string supervisor::claim(const device_actor& handle, const std::string& who
   auto timeout = milliseconds(job_.connect_timeout_ms);
   int64_t bytes = 0;
   std::string err;
-  self_->request(handle, timeout, claim_atom::value, job_id_, last_step_,
-                 path_window_ms(job_.fault_tolerance))
-    .receive(
-      [&](std::string& e, int64_t b) {
-        err = std::move(e);
-        bytes = b;
-      },
-      [&](caf::error& e) { err = sys_.render(e); });
+  try {
+    auto reply = exchange<std::string, int64_t>(handle, timeout, "claiming it",
+                                                claim_atom::value, job_id_, last_step_,
+                                                path_window_ms(job_.fault_tolerance));
+    err = reply.get_as<std::string>(0);
+    bytes = reply.get_as<int64_t>(1);
+  } catch (const std::runtime_error& e) {
+    err = e.what();
+  }
   if (!err.empty())
     return "node " + who + " cannot serve this job: " + err;
   if (bytes > 0)
@@ -619,9 +624,17 @@ serialization::named_tensors supervisor::fetch_full_state(
 }
 
 serialization::named_tensors supervisor::state_of(const replica_ref& r) {
+  // As read_replica_state, by exchange: a timed request per piece would
+  // leave its timeout behind (supervisor.hpp).
   try {
-    return serialization::decode_tensors(
-      read_replica_state(self_.ptr(), r.handle, milliseconds(job_.step_timeout_ms)));
+    return serialization::decode_tensors(read_in_pieces(
+      [&](int64_t offset) {
+        auto reply = exchange<std::string, int64_t>(
+          r.handle, milliseconds(job_.step_timeout_ms), "reading a replica's state",
+          state_atom::value, offset);
+        return std::make_pair(reply.get_as<std::string>(0), reply.get_as<int64_t>(1));
+      },
+      "reading a replica's state"));
   } catch (const std::runtime_error& e) {
     throw std::runtime_error("collecting stage " + std::to_string(r.stage)
                              + " state from node " + who(r.device) + ": " + e.what());

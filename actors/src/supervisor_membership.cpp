@@ -1,6 +1,7 @@
 // Supervisor: devices the program removes from the job or adds to it by
 // message (supervisor_actor.hpp: ast_jdrop, ast_jadd), at a step boundary.
 #include "supervisor.hpp"
+#include "supervisor_ask.hpp"
 
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/node_capabilities.hpp"
@@ -97,10 +98,9 @@ std::string supervisor::link(const device_actor& from, const std::string& to) {
   std::string error;
   try {
     auto [host, port] = parse_endpoint(to);
-    self_->request(from, heartbeats_.tolerance() + std::chrono::seconds(5),
-                   link_atom::value, host, port)
-      .receive([&](std::string& e) { error = std::move(e); },
-               [&](caf::error& e) { error = sys_.render(e); });
+    error = exchange<std::string>(from, heartbeats_.tolerance() + std::chrono::seconds(5),
+                                  "linking to " + to, link_atom::value, host, port)
+              .get_as<std::string>(0);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -148,12 +148,8 @@ bool supervisor::add_requested(int64_t step) {
     try {
       auto [host, port] = parse_endpoint(endpoint);
       handle = connect_device(sys_, host, port, timeout);
-      std::string text, err;
-      self_->request(handle, timeout, caps_atom::value)
-        .receive([&](std::string& t) { text = std::move(t); },
-                 [&](caf::error& e) { err = sys_.render(e); });
-      if (!err.empty())
-        throw std::runtime_error("no capabilities: " + err);
+      auto text = exchange<std::string>(handle, timeout, "no capabilities", caps_atom::value)
+                    .get_as<std::string>(0);
       caps = json::parse(text, nullptr, false);
       if (!caps.is_object())
         throw std::runtime_error("its capabilities are not a JSON object");

@@ -58,8 +58,10 @@ json supervisor::micro_batches_in_flight() {
   for (auto& [step, actors] : micro_batches_)
     for (auto& m : actors)
       // A local actor: it answers at once, or the request fails at once
-      // because the actor quit after its last backward pass.
-      self_->request(m, std::chrono::seconds(1), where_atom::value)
+      // because the actor quit after its last backward pass. No timeout,
+      // then: a timed request leaves its timeout behind (supervisor.hpp,
+      // exchange).
+      self_->request(m, caf::infinite, where_atom::value)
         .receive(
           [&](std::string& text) {
             auto w = json::parse(text);
@@ -79,10 +81,11 @@ int64_t supervisor::forget_micro_batches(int64_t step) {
   micro_batches_.erase(it);
   // Every replica sent its last report of the step before its done, on the
   // same connection to this process, so the relay has taken them all before
-  // this request: the count is the step's, not a race's.
+  // this request: the count is the step's, not a race's. The relay is a
+  // local actor that answers at once (or the request fails at once): no
+  // timeout, which would be left behind every step (supervisor.hpp).
   int64_t relayed = -1;
-  self_->request(micro_batch_relay_, std::chrono::seconds(1),
-                 release_atom::value, step)
+  self_->request(micro_batch_relay_, caf::infinite, release_atom::value, step)
     .receive([&](int64_t n) { relayed = n; }, [&](caf::error&) {});
   return relayed;
 }

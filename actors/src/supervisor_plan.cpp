@@ -1,5 +1,6 @@
 // Supervisor: capabilities, profile, cluster model and plans.
 #include "supervisor.hpp"
+#include "supervisor_ask.hpp"
 
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/node_capabilities.hpp"
@@ -41,13 +42,11 @@ void supervisor::read_capabilities() {
   auto timeout = milliseconds(job_.connect_timeout_ms);
   for (size_t d = 0; d < devices_.size(); ++d) {
     self_->monitor(devices_[d]);
-    std::string out, err;
-    self_->request(devices_[d], timeout, caps_atom::value)
-      .receive([&](std::string& s) { out = std::move(s); },
-               [&](caf::error& e) { err = sys_.render(e); });
-    if (!err.empty())
-      throw std::runtime_error("node " + who(static_cast<int>(d))
-                               + " did not report capabilities: " + err);
+    auto out = exchange<std::string>(devices_[d], timeout,
+                                     "node " + who(static_cast<int>(d))
+                                       + " did not report capabilities",
+                                     caps_atom::value)
+                 .get_as<std::string>(0);
     caps_.push_back(json::parse(out));
   }
 }

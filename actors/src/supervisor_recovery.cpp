@@ -1,5 +1,6 @@
 // Supervisor: recovery after losses, re-join, drift, checkpoints.
 #include "supervisor.hpp"
+#include "supervisor_ask.hpp"
 
 #include "asteroid/actors/node.hpp"
 #include "asteroid/actors/remote_probe.hpp"
@@ -364,12 +365,14 @@ void supervisor::reconnect_closed() {
     } catch (const std::exception&) {
       continue; // not back yet
     }
-    std::string text, err;
-    self_->request(handle, heartbeats_.tolerance(), caps_atom::value)
-      .receive([&](std::string& t) { text = std::move(t); },
-               [&](caf::error& e) { err = sys_.render(e); });
-    if (!err.empty())
+    std::string text;
+    try {
+      text = exchange<std::string>(handle, heartbeats_.tolerance(), "capabilities",
+                                   caps_atom::value)
+               .get_as<std::string>(0);
+    } catch (const std::runtime_error&) {
       continue;
+    }
     // A new process serves no job yet; one serving another job stays out
     // (asked again a second later).
     if (auto refused = claim(handle, nodes_[d]); !refused.empty()) {

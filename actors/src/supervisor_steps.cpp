@@ -285,19 +285,12 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         wake = std::min(wake, when);
     auto wait = std::max(milliseconds(1),
                          std::chrono::duration_cast<milliseconds>(wake - now));
-    // Woken by a message of its own, not only by the receive's timeout: CAF
-    // 0.17's blocking receive restarts that timeout whenever a message it
-    // skips arrives, and every request made with a timeout leaves one such
-    // message behind (its `request_timeout`, delivered as a response after
-    // the answer was taken; seen in this loop's mailbox, about one per
-    // step, most likely the 1 s timeout of each step's micro-batch
-    // release). While a cut node stalled a job of 0.17 s steps, a 200 ms
-    // wait ran 350-640 ms and the node was found silent 1.2-1.6 s after the
-    // cut instead of 0.7 s (testbed.link_cut's job).
-    if (!(tick_at_ > now && tick_at_ <= wake)) {
-      self_->delayed_send(self_, wake - now, caf::tick_atom::value);
-      tick_at_ = wake;
-    }
+    // Woken by a message of its own, not only by the receive's timeout
+    // (wake_by says why): while a cut node stalled a job of 0.17 s steps, a
+    // 200 ms wait ran 350-640 ms and the node was found silent 1.2-1.6 s
+    // after the cut instead of 0.7 s (testbed.link_cut's job), the skipped
+    // messages then being the `request_timeout`s timed requests left behind.
+    wake_by(wake);
     self_->receive(
       [&](done_atom, int64_t s, std::string& text) {
         auto rep = json::parse(text);
@@ -451,7 +444,11 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"micro_batch_reports", micro_batch_reports},
            {"micro_batch_messages", micro_batch_messages},
            {"micro_batch_relayed", micro_batch_relayed_},
-           {"started_ahead", started_ahead}};
+           {"started_ahead", started_ahead},
+           // Messages waiting in the step driver's mailbox (skipped ones
+           // included): stays small unless something leaves messages no
+           // receive takes (supervisor.hpp, exchange).
+           {"supervisor_mailbox", static_cast<int64_t>(self_->mailbox().size())}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);
   result_.last_loss = loss;

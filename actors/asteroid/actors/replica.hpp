@@ -45,7 +45,10 @@ replica_actor spawn_replica(caf::actor_system& sys, const replica_spec& spec,
 /// The encoded stage state of `replica` (weights and optimizer state), read
 /// piece by piece (`ast_state`), each piece within `timeout`. Throws
 /// std::runtime_error with CAF's error, or naming what the replica sent
-/// that does not add up.
+/// that does not add up. Each piece is a timed request, whose timeout CAF
+/// 0.17 delivers to `self` even after the answer: call it from a
+/// short-lived blocking actor (a scoped_actor of its own); the supervisor
+/// reads states without timed requests (supervisor::state_of).
 std::string read_replica_state(caf::blocking_actor* self, const replica_actor& replica,
                                std::chrono::milliseconds timeout);
 
