@@ -77,7 +77,9 @@ void supervisor::settle_abandoned(int64_t step) {
       spdlog::warn("gave up waiting for replies to interrupted deployments");
       break;
     }
+    wake_by(deadline);
     self_->receive(
+      [&](caf::tick_atom) {},
       [&](caf::down_msg& dm) {
         auto [d, why] = device_down(dm);
         if (d < 0 || dead_.count(d))
@@ -546,6 +548,7 @@ std::map<int, json> supervisor::inventories() {
                   + " ms");
       break;
     }
+    wake_by(deadline);
     self_->receive(
       [&](inventory_atom, int32_t d, std::string& text) {
         if (!waiting.count(d))
