@@ -134,6 +134,9 @@ void check_ranges(const job_spec& s, const json_field& f) {
   };
   wait("connect_timeout_ms", s.connect_timeout_ms);
   wait("step_timeout_ms", s.step_timeout_ms);
+  if (s.micro_batch_report_ms < 0 || s.micro_batch_report_ms > longest_wait_ms)
+    f["micro_batch_report_ms"].fail("must be in [0, " + std::to_string(longest_wait_ms)
+                                    + "] ms, got " + std::to_string(s.micro_batch_report_ms));
 }
 
 } // namespace
@@ -150,7 +153,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
      "faults", "profile_node", "measure_links", "speeds", "data_plane", "run_ahead",
-     "micro_batch_actors", "loss", "credentials", "compression", "check_replicas"});
+     "micro_batch_actors", "micro_batch_report_ms", "loss", "credentials", "compression", "check_replicas"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
     if (!x->is_object())
@@ -210,6 +213,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "step_timeout_ms", s.step_timeout_ms);
   read_optional(j, f, "run_ahead", s.run_ahead);
   read_optional(j, f, "micro_batch_actors", s.micro_batch_actors);
+  read_optional(j, f, "micro_batch_report_ms", s.micro_batch_report_ms);
   read_optional(j, f, "check_replicas", s.check_replicas);
   if (auto* x = planner::optional_member(j, "compression")) {
     auto cf = f["compression"];

@@ -398,6 +398,10 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       else
         spdlog::error("{}: ignored slowdown {} permille", name_of(*e), permille);
     },
+    [=](progress_atom, int64_t wait) {
+      if (self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(self))
+        detail::report_if_still_waiting(self, wait);
+    },
     [=](caf::tick_atom) {
       auto& s = self->state;
       if (s.running && s.blocked && !s.failed) {

@@ -1,5 +1,7 @@
 #include "asteroid/actors/replica_spec.hpp"
 
+#include "asteroid/actors/job.hpp" // longest_wait_ms
+
 #include "asteroid/actors/wire_compression.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/json_reader.hpp"
@@ -37,6 +39,7 @@ json to_json(const replica_spec& s) {
               {"slowdown", s.slowdown},
               {"label", s.label},
               {"recv_timeout_ms", s.recv_timeout_ms},
+              {"report_after_ms", s.report_after_ms},
               {"generation", s.generation},
               {"job", s.job},
               {"snapshot_every", s.snapshot_every},
@@ -66,7 +69,7 @@ replica_spec read_spec(const json& j) {
                        "replica", "first_layer", "end_layer", "batch_size",
                        "micro_batches", "shares", "prev_shares", "next_shares",
                        "stream", "loss", "optimizer", "credit_window",
-                       "slowdown", "label", "recv_timeout_ms", "generation",
+                       "slowdown", "label", "recv_timeout_ms", "report_after_ms", "generation",
                        "job", "snapshot_every", "restore_version",
                        "state_upload", "memory_budget", "memory_committed", "compute_device",
                        "activation_codec",
@@ -108,6 +111,9 @@ replica_spec read_spec(const json& j) {
   read_required(j, f, "slowdown", s.slowdown);
   read_required(j, f, "label", s.label);
   read_required(j, f, "recv_timeout_ms", s.recv_timeout_ms);
+  read_optional(j, f, "report_after_ms", s.report_after_ms);
+  if (s.report_after_ms < 0 || s.report_after_ms > longest_wait_ms)
+    f["report_after_ms"].fail("must be in [0, " + std::to_string(longest_wait_ms) + "] ms");
   read_optional(j, f, "generation", s.generation);
   read_optional(j, f, "job", s.job);
   read_optional(j, f, "snapshot_every", s.snapshot_every);

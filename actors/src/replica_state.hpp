@@ -141,8 +141,13 @@ struct replica_state {
   std::map<int64_t, micro_batch_relay_actor> report_to;
   /// Passes of the running step finished since the last report (each
   /// `2 * micro-batch + pass`): one message takes them all when the step
-  /// waits or ends (flush_progress).
+  /// has waited a while or ends (flush_progress).
   std::vector<int32_t> unreported;
+  /// Counts the waits of the stream: a reminder to report names the wait
+  /// it was sent for (stage_executor.cpp).
+  int64_t waits = 0;
+  /// A reminder is on its way (at most one: each is a timer).
+  bool reminder_pending = false;
   /// The first stage's inputs and the last stage's labels, by (step, mb).
   std::map<std::pair<int64_t, int>, torch::Tensor> inputs, labels;
   std::vector<torch::Tensor> x, y, in, out, grad_out;

@@ -40,11 +40,10 @@ void tell_micro_batch(replica_self* self, int mb, micro_batch_pass pass) {
   st.unreported.push_back(2 * mb + pass);
 }
 
-/// Sends the passes noted since the last report in one message. Called
-/// when the step waits and when it ends, so a pass is reported before the
-/// replica idles: from the nodes' processes to the supervisor's, one message
-/// per pass cost more of the 4-device job's compute than every other control
-/// message (docs/runtime.md, "Micro-batch actors").
+/// Sends the passes noted since the last report in one message: from the
+/// nodes' processes to the supervisor's, one message per pass cost more of
+/// the 4-device job's compute than every other control message
+/// (docs/runtime.md, "Micro-batch actors").
 void flush_progress(replica_self* self) {
   auto& st = self->state;
   if (st.unreported.empty())
@@ -59,6 +58,23 @@ void flush_progress(replica_self* self) {
                static_cast<int32_t>(st.e->spec.replica), st.unreported);
   }
   st.unreported.clear();
+}
+
+/// The stream waits for a message: the passes not yet reported go now, or,
+/// with the spec's `report_after_ms` (job_spec::micro_batch_report_ms), if
+/// the wait lasts that long (up to twice as long when the reminder of an
+/// earlier wait is still on its way: one at a time, since each is a timer
+/// of CAF's clock, and one per wait woke that thread as often as the
+/// reports they saved woke the network's).
+void report_on_wait(replica_self* self) {
+  auto& st = self->state;
+  if (st.e->spec.report_after_ms <= 0)
+    return flush_progress(self);
+  if (st.reminder_pending || st.unreported.empty())
+    return;
+  st.reminder_pending = true;
+  self->delayed_send(self, std::chrono::milliseconds(st.e->spec.report_after_ms),
+                     progress_atom::value, st.waits);
 }
 
 outcome load_micro_batch(replica_self* self, const instruction& ins) {
@@ -385,10 +401,11 @@ void advance(replica_self* self) {
         return; // the reconfiguration or the stop is in the mailbox
       const auto& ins = stream[st.pc];
       if (table[static_cast<size_t>(ins.kind)](self, ins) == outcome::wait) {
-        flush_progress(self);
         if (!st.blocked) {
           st.blocked = true;
           st.blocked_since = std::chrono::steady_clock::now();
+          ++st.waits;
+          report_on_wait(self);
         }
         return;
       }
@@ -403,6 +420,17 @@ void advance(replica_self* self) {
     fail(self, std::string("step ") + std::to_string(st.step) + ": "
                  + ex.what());
   }
+}
+
+void report_if_still_waiting(replica_self* self, int64_t wait) {
+  auto& st = self->state;
+  st.reminder_pending = false;
+  if (!st.running || !st.blocked)
+    return;
+  if (st.waits == wait)
+    flush_progress(self);
+  else
+    report_on_wait(self); // a later wait: its own time from now
 }
 
 } // namespace asteroid::actors::detail

@@ -14,4 +14,8 @@ namespace asteroid::actors::detail {
 /// supervisor (`fail`), never thrown.
 void advance(replica_self* self);
 
+/// The replica's reminder for its stream's wait number `wait` arrived:
+/// reports the passes not yet reported if that wait still lasts.
+void report_if_still_waiting(replica_self* self, int64_t wait);
+
 } // namespace asteroid::actors::detail

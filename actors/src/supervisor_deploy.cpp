@@ -375,6 +375,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.credit_window = window;
       spec.slowdown = 1.0;
       spec.recv_timeout_ms = job_.step_timeout_ms;
+      spec.report_after_ms = job_.micro_batch_report_ms;
       spec.generation = generation_;
       spec.job = job_id_;
       spec.snapshot_every = snapshots_on() ? ft().snapshot_every : 0;

@@ -299,6 +299,26 @@ TEST_CASE("micro-batch actors: every replica reports each pass of each "
   CHECK(max_abs_diff(with.model, reference(job, *train)) < 1e-4);
 }
 
+TEST_CASE("micro-batch actors with micro_batch_report_ms: a replica reports "
+          "the passes of a step in one message when no wait lasts that long") {
+  auto train = synthetic(8 * 6);
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
+                                              {1, 3, {2}, {4}}}));
+  job.max_steps = 6;
+  // No wait of an in-process step lasts a minute (the step would time out
+  // first): each replica's passes go with its step's end.
+  job.micro_batch_report_ms = 60000;
+  auto r = run_in_process(job, 3, train);
+  REQUIRE(r.iterations.size() == 6);
+  for (const auto& rec : r.iterations) {
+    INFO(rec["step"]);
+    CHECK(rec["micro_batch_reports"] == 12);
+    CHECK(rec["micro_batch_messages"] == 3);
+    CHECK(rec["micro_batch_relayed"] == 12);
+  }
+  CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
+}
+
 TEST_CASE("run-ahead: replicas start the next step before the supervisor "
           "has the reports, and training is the same as without") {
   auto train = synthetic(12 * 20);

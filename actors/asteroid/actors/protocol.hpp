@@ -202,6 +202,10 @@ using replica_actor = caf::typed_actor<
   caf::reacts_to<slow_atom, int32_t>,
   /// Its own receive-timeout check, once a second.
   caf::reacts_to<caf::tick_atom>,
+  /// Its own reminder to report the passes it finished, sent when its
+  /// stream starts waiting (the wait's number): reported if that wait still
+  /// lasts (stage_executor.cpp). From anyone else: ignored.
+  caf::reacts_to<progress_atom, int64_t>,
   caf::reacts_to<stop_atom>>;
 
 /// One micro-batch of one step (micro_batch.cpp): spawned in the supervisor's

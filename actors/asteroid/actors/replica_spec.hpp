@@ -44,6 +44,9 @@ struct replica_spec {
   /// Per-receive limit: a replica waiting longer for a tensor reports a
   /// failure naming what it waited for.
   int64_t recv_timeout_ms = 60000;
+  /// job_spec::micro_batch_report_ms: 0 reports passes at every wait, N
+  /// once a wait has lasted N ms.
+  int64_t report_after_ms = 0;
   /// Deployment generation: bumped by every recovery, so that reports and
   /// failures of replicas from before a fault can be told apart.
   int generation = 0;
