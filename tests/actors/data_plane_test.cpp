@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -105,12 +104,8 @@ TEST_CASE("data plane: frames arrive as the runtime's messages, in order") {
       got.push_back(std::move(m));
   }
   REQUIRE(got.size() == 7);
-  std::reverse(got.begin(), got.end());
-  auto next = [&] {
-    auto m = std::move(got.back());
-    got.pop_back();
-    return m;
-  };
+  size_t taken = 0;
+  auto next = [&] { return std::move(got[taken++]); };
   for (int mb = 0; mb < 5; ++mb) {
     auto m = next();
     REQUIRE(m.kind == tensor_kind::activation);

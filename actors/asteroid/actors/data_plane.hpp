@@ -104,7 +104,8 @@ public:
     /// An incoming connection silent this long after its first frame is
     /// closed; its sender connects again for its next frame.
     std::chrono::milliseconds idle_timeout{120000};
-    /// Incoming connections held at once (a node's peers need one each).
+    /// Incoming connections held at once (a node's peers need one each, two
+    /// while they also send it stage states).
     size_t max_incoming = 64;
     /// Threads that run every connection's I/O (and TLS) together. One
     /// read higher than two between two node processes on a 2-core host
