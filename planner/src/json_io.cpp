@@ -554,6 +554,10 @@ void from_json(const json& j, instruction& x) {
   x = parse_instruction(j, field{"instruction", ""});
 }
 
+layer_profile parse_layer_profile(const json& j, const json_field& f) {
+  return parse_layer(j, f);
+}
+
 std::vector<instruction> parse_instructions(const json& j, const std::string& where) {
   field f{where, ""};
   const auto& items = get_array(j, f);

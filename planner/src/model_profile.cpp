@@ -1,6 +1,8 @@
 #include "asteroid/planner/model_profile.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace asteroid::planner {
 
@@ -39,6 +41,40 @@ double model_profile::step_time(double batch) const {
   for (const auto& l : layers)
     t += l.forward_time(batch) + l.backward_time(batch);
   return t;
+}
+
+layer_profile range_profile(const model_profile& p, int first, int end) {
+  if (first < 0 || end > p.num_layers() || first >= end)
+    throw std::invalid_argument("range_profile: layers " + std::to_string(first) + "-"
+                                + std::to_string(end) + " of a profile of "
+                                + std::to_string(p.num_layers()) + " layers");
+  layer_profile out;
+  out.name = "layers " + std::to_string(first) + "-" + std::to_string(end);
+  for (int l = first; l < end; ++l)
+    out.batch_sizes.insert(out.batch_sizes.end(), p.layers[l].batch_sizes.begin(),
+                           p.layers[l].batch_sizes.end());
+  std::sort(out.batch_sizes.begin(), out.batch_sizes.end());
+  out.batch_sizes.erase(std::unique(out.batch_sizes.begin(), out.batch_sizes.end()),
+                        out.batch_sizes.end());
+  for (auto b : out.batch_sizes) {
+    double f = 0, g = 0;
+    for (int l = first; l < end; ++l) {
+      f += p.layers[l].forward_time(static_cast<double>(b));
+      g += p.layers[l].backward_time(static_cast<double>(b));
+    }
+    out.forward_s.push_back(f);
+    out.backward_s.push_back(g);
+  }
+  for (int l = first; l < end; ++l) {
+    const auto& x = p.layers[l];
+    out.param_bytes += x.param_bytes;
+    out.optimizer_state_bytes += x.optimizer_state_bytes;
+    out.stashed_bytes_per_sample += x.stash_bytes_per_sample();
+    out.working_bytes_per_sample = std::max(out.working_bytes_per_sample,
+                                            x.working_bytes_per_sample);
+  }
+  out.output_bytes_per_sample = p.layers[end - 1].output_bytes_per_sample;
+  return out;
 }
 
 } // namespace asteroid::planner

@@ -220,3 +220,30 @@ TEST_CASE("with state snapshots, a stage's memory is the larger of its activatio
   CHECK(t.max_share_within(0, 2, 2, fixed + 3999, 64) == -1);
   CHECK(t.max_share_within(0, 2, 2, fixed + 4000, 64) == 4000 / 145);
 }
+
+TEST_CASE("range_profile: a stage's layers as one, sampled where any layer was",
+          "[planner][cost]") {
+  model_profile p = two_layers();
+  // Layer 1 sampled at other sizes, with an intercept: the sum must follow
+  // both layers between every sample.
+  p.layers[1].batch_sizes = {2, 8};
+  p.layers[1].forward_s = {0.010, 0.022};
+  p.layers[1].backward_s = {0.020, 0.050};
+  auto r = range_profile(p, 0, 2);
+  CHECK(r.batch_sizes == std::vector<int64_t>{1, 2, 8, 16});
+  for (double b : {1.0, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0}) {
+    INFO("batch " << b);
+    CHECK(r.forward_time(b)
+          == Approx(p.layers[0].forward_time(b) + p.layers[1].forward_time(b)));
+    CHECK(r.backward_time(b)
+          == Approx(p.layers[0].backward_time(b) + p.layers[1].backward_time(b)));
+  }
+  CHECK(r.param_bytes == 3'000'000);
+  CHECK(r.optimizer_state_bytes == 3'000'000);
+  CHECK(r.output_bytes_per_sample == 10);
+  auto one = range_profile(p, 1, 2);
+  CHECK(one.batch_sizes == p.layers[1].batch_sizes);
+  CHECK(one.forward_s == p.layers[1].forward_s);
+  CHECK_THROWS_WITH(range_profile(p, 1, 1), Catch::Contains("layers 1-1"));
+  CHECK_THROWS_WITH(range_profile(p, 0, 3), Catch::Contains("of 2 layers"));
+}

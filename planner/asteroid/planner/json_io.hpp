@@ -7,6 +7,7 @@
 
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/instruction.hpp"
+#include "asteroid/planner/json_reader.hpp"
 #include "asteroid/planner/model_profile.hpp"
 #include "asteroid/planner/plan.hpp"
 
@@ -38,6 +39,9 @@ void from_json(const nlohmann::json& j, instruction& x);
 model_profile parse_model_profile(const nlohmann::json& j, const std::string& where);
 cluster parse_cluster(const nlohmann::json& j, const std::string& where);
 plan parse_plan(const nlohmann::json& j, const std::string& where);
+/// Parses one layer's profile, as a profile file holds it; errors name `f`
+/// (a field of whatever document carries it: "replica spec: emulated_compute").
+layer_profile parse_layer_profile(const nlohmann::json& j, const json_field& f);
 /// Parses an array of instructions (an instruction stream shipped to a
 /// replica); errors name `where` and the index ("stream[3].op: ...").
 std::vector<instruction> parse_instructions(const nlohmann::json& j,

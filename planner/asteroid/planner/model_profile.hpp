@@ -65,4 +65,13 @@ struct model_profile {
   double step_time(double batch) const;
 };
 
+/// Layers [first, end) of `p` as one layer, for a stage that computes them
+/// in one pass: forward and backward times are the layers' sums at every
+/// batch size any of them was sampled at (so interpolating the sum agrees
+/// with summing the interpolations between samples), parameter, optimizer
+/// and stash bytes are summed, working bytes are the largest, the output is
+/// layer end - 1's. Throws std::invalid_argument for an empty or
+/// out-of-range [first, end).
+layer_profile range_profile(const model_profile& p, int first, int end);
+
 } // namespace asteroid::planner
