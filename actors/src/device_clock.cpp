@@ -58,9 +58,11 @@ double wall_us() {
 /// emulation was slower than the device it stands for. `busy_s` adds up the
 /// device's time (the emulated one), the trace shows the time the host took.
 /// Without emulation the time is the wall time: a real device that another
-/// program slows down is slower, and drift detection must see it.
+/// program slows down is slower, and drift detection must see it. With the
+/// job's `compute_time` "profile" the emulated time is `slowdown` × the
+/// profile's time of the pass instead, the same in every run.
 device_time run_emulated(double slowdown, const std::function<void()>& work,
-                         const std::function<bool()>& abandon) {
+                         const std::function<bool()>& abandon, double profiled_s) {
   const bool own_core = at::get_num_threads() == 1;
   auto t0 = std::chrono::steady_clock::now();
   auto cpu0 = thread_cpu_s();
@@ -70,8 +72,11 @@ device_time run_emulated(double slowdown, const std::function<void()>& work,
   t.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                .count();
   t.device_s = t.host_s; // what the device took
-  if (slowdown > 1.0) {
-    t.device_s = slowdown * (own_core ? t.cpu_s : t.host_s);
+  // From the profile, the device's time does not move with the host's speed
+  // (which swung 1.3-1.6x within minutes on the 2-core development machine).
+  const bool from_profile = profiled_s >= 0;
+  if (slowdown > 1.0 || from_profile) {
+    t.device_s = slowdown * (from_profile ? profiled_s : own_core ? t.cpu_s : t.host_s);
     if (t.device_s >= t.host_s) {
       // In slices, so that work nobody will use (a replica a recovery
       // halts) does not sleep out its emulated time.
@@ -91,7 +96,7 @@ device_time run_emulated(double slowdown, const std::function<void()>& work,
 }
 
 void compute(replica_self* self, const std::string& name,
-             const std::function<void()>& work) {
+             const std::function<void()>& work, double profiled_s) {
   auto& st = self->state;
   auto start_us = wall_us();
   auto in0 = thread_interference::now();
@@ -102,7 +107,7 @@ void compute(replica_self* self, const std::string& name,
                           work();
                           kernels::synchronize(st.e->device);
                         },
-                        [&] { return superseded(*st.e); });
+                        [&] { return superseded(*st.e); }, profiled_s);
   auto in1 = thread_interference::now();
   st.overrun_s += t.overrun_s;
   st.busy_s += t.device_s;

@@ -14,11 +14,15 @@ struct device_time {
   double overrun_s = 0; ///< host time beyond the emulated time (overloaded host)
 };
 
-/// Runs `work` and, with `slowdown` > 1, sleeps until the emulated device
-/// would have finished it, in slices, stopping early once `abandon` (if
-/// given) says nobody needs the result.
+/// Runs `work` and, with `slowdown` > 1 or a `profiled_s` >= 0, sleeps until
+/// the emulated device would have finished it, in slices, stopping early
+/// once `abandon` (if given) says nobody needs the result. `profiled_s`:
+/// the work's time on the profiled device (job_spec::compute_time
+/// "profile"), which the device takes `slowdown` times; < 0: the device
+/// takes `slowdown` times what this host took.
 device_time run_emulated(double slowdown, const std::function<void()>& work,
-                         const std::function<bool()>& abandon = {});
+                         const std::function<bool()>& abandon = {},
+                         double profiled_s = -1);
 
 /// Microseconds since the epoch (trace timestamps).
 double wall_us();

@@ -152,7 +152,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "seed", "nodes", "plan", "planner", "schedule", "credit_window",
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-     "faults", "profile_node", "measure_links", "speeds", "data_plane", "run_ahead",
+     "faults", "profile_node", "measure_links", "speeds", "compute_time", "data_plane", "run_ahead",
      "micro_batch_actors", "micro_batch_report_ms", "loss", "credentials", "compression", "check_replicas"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
@@ -195,6 +195,9 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "speeds", s.speeds);
   if (!known_speeds(s.speeds))
     f["speeds"].fail("'" + s.speeds + "' (expected auto, reported or measured)");
+  read_optional(j, f, "compute_time", s.compute_time);
+  if (s.compute_time != "measured" && s.compute_time != "profile")
+    f["compute_time"].fail("'" + s.compute_time + "' (expected measured or profile)");
   read_optional(j, f, "data_plane", s.data_plane);
   read_optional(j, f, "schedule", s.schedule);
   read_optional(j, f, "loss", s.loss);

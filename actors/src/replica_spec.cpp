@@ -16,7 +16,7 @@ namespace asteroid::actors {
 using nlohmann::json;
 
 json to_json(const replica_spec& s) {
-  return json{{"model", s.model},
+  json j{{"model", s.model},
               {"model_options", s.model_options},
               {"stage", s.stage},
               {"num_stages", s.num_stages},
@@ -52,6 +52,9 @@ json to_json(const replica_spec& s) {
               {"all_reduce_codec", s.all_reduce_codec},
               {"plain_prev", s.plain_prev},
               {"plain_next", s.plain_next}};
+  if (s.emulated_compute)
+    j["emulated_compute"] = *s.emulated_compute;
+  return j;
 }
 
 namespace {
@@ -74,7 +77,7 @@ replica_spec read_spec(const json& j) {
                        "state_upload", "memory_budget", "memory_committed", "compute_device",
                        "activation_codec",
                        "gradient_codec", "error_feedback", "all_reduce_codec",
-                       "plain_prev", "plain_next"});
+                       "plain_prev", "plain_next", "emulated_compute"});
   replica_spec s;
   read_required(j, f, "model", s.model);
   s.model_options = planner::member(j, f, "model_options");
@@ -124,6 +127,8 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "gradient_codec", s.gradient_codec);
   read_optional(j, f, "error_feedback", s.error_feedback);
   read_optional(j, f, "all_reduce_codec", s.all_reduce_codec);
+  if (const auto* c = planner::optional_member(j, "emulated_compute"))
+    s.emulated_compute = planner::parse_layer_profile(*c, f["emulated_compute"]);
   for (auto [key, dst] : {std::pair{"plain_prev", &s.plain_prev},
                           std::pair{"plain_next", &s.plain_next}}) {
     if (!planner::optional_member(j, key))

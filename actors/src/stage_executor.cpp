@@ -114,10 +114,11 @@ outcome forward(replica_self* self, const instruction& ins) {
     return outcome::next;
   auto mb = ins.micro_batch;
   auto input = e.first ? st.x[mb] : st.in[mb];
-  compute(self, "FWD mb=" + std::to_string(mb), [&] {
-    st.out[mb] = e.model->forward_range(input, e.spec.first_layer,
-                                        e.spec.end_layer);
-  });
+  const auto& profiled = e.spec.emulated_compute;
+  compute(
+    self, "FWD mb=" + std::to_string(mb),
+    [&] { st.out[mb] = e.model->forward_range(input, e.spec.first_layer, e.spec.end_layer); },
+    profiled ? profiled->forward_time(static_cast<double>(input.size(0))) : -1.0);
   tell_micro_batch(self, mb, pass_forward);
   return outcome::next;
 }
@@ -153,6 +154,9 @@ outcome backward(replica_self* self, const instruction& ins) {
   if (e.mine.empty())
     return outcome::next;
   auto mb = ins.micro_batch;
+  const auto& profiled = e.spec.emulated_compute;
+  const double profiled_s
+    = profiled ? profiled->backward_time(static_cast<double>(st.out[mb].size(0))) : -1.0;
   compute(self, "BWD mb=" + std::to_string(mb), [&] {
     if (e.last) {
       // The loss sums over my rows; divided by the mini-batch size, the sum
@@ -171,7 +175,7 @@ outcome backward(replica_self* self, const instruction& ins) {
     } else {
       st.out[mb].backward(st.grad_out[mb]);
     }
-  });
+  }, profiled_s);
   st.out[mb] = torch::Tensor();
   st.grad_out[mb] = torch::Tensor();
   tell_micro_batch(self, mb, pass_backward);

@@ -337,6 +337,10 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
   };
   for (int s = 0; s < P; ++s) {
     const auto& st = p.stages[s];
+    // Every replica of the stage computes the same layers: one range profile.
+    std::optional<planner::layer_profile> emulated;
+    if (job_.compute_time == "profile")
+      emulated = planner::range_profile(profile(), st.first_layer, st.end_layer);
     stage_deployment dep;
     dep.stage = s;
     dep.first_layer = st.first_layer;
@@ -374,6 +378,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.optimizer = job_.optimizer;
       spec.credit_window = window;
       spec.slowdown = 1.0;
+      spec.emulated_compute = emulated;
       spec.recv_timeout_ms = job_.step_timeout_ms;
       spec.report_after_ms = job_.micro_batch_report_ms;
       spec.generation = generation_;

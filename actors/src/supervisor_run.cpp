@@ -19,6 +19,9 @@ namespace asteroid::actors::detail {
 job_result supervisor::run() {
   read_capabilities();
   check_faults();
+  if (job_.compute_time != "measured" && job_.compute_time != "profile")
+    throw std::invalid_argument("compute_time '" + job_.compute_time
+                                + "' (expected measured or profile)");
   // The plan's batch size is the job's (initial_plan checks).
   const auto B = job_.batch_size;
   auto per_epoch = B > 0 ? train_->size() / B : 0;
@@ -63,6 +66,8 @@ job_result supervisor::run() {
   // re-profiles on purpose: it starts from scratch).
   if (snapshots_on())
     known_profile();
+  if (job_.compute_time == "profile")
+    profile(); // what every forward and backward pass will last
   // A device lost before the first step: the plan is patched around it as
   // for a loss at step 0 (nothing to replay; the weights are the model's).
   const auto first_plan = plan_;

@@ -304,6 +304,7 @@ TEST_CASE("job file: every number is range-checked, and the error names the "
   // Beyond a week: a deadline that far would overflow the clock.
   refused("step_timeout_ms", int64_t{9'300'000'000'000}, "must be in [1, 604800000] ms");
   refused("micro_batch_report_ms", -1, "must be in [0, 604800000] ms, got -1");
+  refused("compute_time", "profiled", "'profiled' (expected measured or profile)");
   CHECK_THROWS_WITH(
     actors::parse_job(with("fault_tolerance", {{"heartbeat_ms", int64_t{1} << 50}}), "j.json"),
     Catch::Contains("fault_tolerance.heartbeat_ms: must be in [1, 604800000]"));

@@ -689,6 +689,54 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   CHECK(p90 < 250);
 }
 
+TEST_CASE("compute_time profile: an emulated device computes each pass in its "
+          "slowdown times the profile's time, however fast the host is") {
+  // mlp computes 8 rows in well under a millisecond here; its profile says
+  // 10 ms per layer forward and 20 ms backward at any batch size.
+  planner::model_profile prof;
+  prof.model = "mlp";
+  prof.device = "local";
+  prof.input_bytes_per_sample = 784 * 4;
+  for (const char* name : {"fc1", "fc2", "classifier"}) {
+    planner::layer_profile l;
+    l.name = name;
+    l.batch_sizes = {1, 16};
+    l.forward_s = {0.010, 0.010};
+    l.backward_s = {0.020, 0.020};
+    l.output_bytes_per_sample = 256 * 4;
+    l.param_bytes = 1 << 20;
+    l.optimizer_state_bytes = 1 << 20;
+    prof.layers.push_back(l);
+  }
+  auto path = std::string(ASTEROID_TEST_TMP) + "/actors-flat-mlp-profile.json";
+  planner::save_model_profile_file(prof, path);
+  auto train = synthetic(16 * 4);
+  auto job = base_job("mlp", make_plan(16, 2, {{0, 3, {0}, {8}}}));
+  job.max_steps = 4;
+  job.profile_path = path;
+  in_process env{1, 2.0};
+  auto busy_per_step = [&] {
+    auto r = actors::run_job(*env.sys, job, env.devices, fresh_model("mlp", job.seed),
+                             train, nullptr);
+    CHECK(r.steps == 4);
+    CHECK(max_abs_diff(r.model, reference(job, *train)) < 1e-4);
+    std::vector<double> busy;
+    for (auto& it : r.iterations)
+      busy.push_back(it["replicas"][0]["busy_s"].get<double>());
+    return busy;
+  };
+  job.compute_time = "profile";
+  // Two micro-batches, each 3 x 10 ms forward and 3 x 20 ms backward, at
+  // slowdown 2; the optimizer step is measured (and short).
+  for (double b : busy_per_step()) {
+    CHECK(b >= 0.36 - 1e-6);
+    CHECK(b < 0.36 + 0.1);
+  }
+  job.compute_time = "measured";
+  for (double b : busy_per_step())
+    CHECK(b < 0.1);
+}
+
 TEST_CASE("planner path: the Asteroid planner plans over the devices' "
           "reported capabilities, and the run still matches single-device") {
   // A hand-written profile of mlp (fc1 dominates), so the test does not

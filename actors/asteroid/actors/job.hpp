@@ -143,6 +143,17 @@ struct job_spec {
   /// "auto" (the default): measured when the nodes name different compute
   /// devices (a GPU beside CPUs, two kinds of GPU), else reported.
   std::string speeds = "auto";
+  /// How long a forward or backward pass takes on an emulated device (a
+  /// node with a slowdown): "measured" (the default), the slowdown times
+  /// the time this host took, so the host's own speed and load show
+  /// through; "profile", the slowdown times the job's profile's time for
+  /// the pass's layers and rows (the `profile` file, else the model
+  /// profiled at the start), so every device computes at exactly its stated
+  /// speed however the host's speed moves (where the host takes longer, the
+  /// replicas report the excess as overrun). For emulated clusters: a node
+  /// without a slowdown is held to the profile's time too. The optimizer
+  /// step is measured either way.
+  std::string compute_time = "measured";
   /// Tensors between node processes on the nodes' data planes
   /// (data_plane.hpp); false: in CAF messages, as before the data plane.
   bool data_plane = true;

@@ -4,12 +4,14 @@
 /// neighbours' shares, hyper-parameters and the instruction stream it runs.
 /// The supervisor fills it and ships it as JSON in the deployment.
 #include "asteroid/planner/instruction.hpp"
+#include "asteroid/planner/model_profile.hpp"
 #include "asteroid/training/loss.hpp"
 #include "asteroid/training/trainer_options.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +39,13 @@ struct replica_spec {
   training::optimizer_options optimizer;
   /// Un-acknowledged micro-batches allowed per link and direction (credits).
   int credit_window = 4;
-  /// Emulated slowdown: compute is padded to this factor × measured time.
+  /// Emulated slowdown: compute is padded to this factor × measured time
+  /// (or × `emulated_compute`'s time of the pass).
   double slowdown = 1.0;
+  /// job_spec::compute_time "profile": the stage's layers as one profiled
+  /// layer (planner::range_profile); a forward or backward pass then lasts
+  /// `slowdown` × the profile's time at its rows, whatever the host took.
+  std::optional<planner::layer_profile> emulated_compute;
   /// Name for logs and traces ("s1r0@node2").
   std::string label;
   /// Per-receive limit: a replica waiting longer for a tensor reports a
