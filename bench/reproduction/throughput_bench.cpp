@@ -33,6 +33,8 @@
 #include <optional>
 #include <sstream>
 
+#include <stdlib.h> // mkdtemp
+
 using namespace asteroid;
 using nlohmann::json;
 
@@ -90,10 +92,17 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
 }
 
 /// Runs `plan` on the cluster; the iteration records of the timed steps.
+/// `profile_path` non-empty: the devices compute every pass in their
+/// slowdown times that profile's time (job_spec::compute_time "profile").
 std::vector<json> run_plan(const actors::local_cluster& cluster, const std::string& model,
                            const planner::plan& plan, std::shared_ptr<data::dataset> train,
-                           int64_t warmup, int64_t steps, const std::string& trace_path) {
+                           int64_t warmup, int64_t steps, const std::string& trace_path,
+                           const std::string& profile_path) {
   auto job = bench::emulated_job(model, plan, cluster.endpoints());
+  if (!profile_path.empty()) {
+    job.profile_path = profile_path;
+    job.compute_time = "profile";
+  }
   job.trace_path = trace_path;
   job.trace_steps = warmup + steps;
   job.model_options = cifar_options();
@@ -112,13 +121,25 @@ std::vector<json> run_plan(const actors::local_cluster& cluster, const std::stri
 }
 
 /// Median samples/s of `plan`'s timed steps, in emulated time (wall / dilation).
+/// Says so when the host could not keep up with the emulated devices
+/// (overrun: compute the padding could not absorb).
 double measure(const actors::local_cluster& cluster, const std::string& model,
                const planner::plan& plan, std::shared_ptr<data::dataset> train,
                int64_t warmup, int64_t steps, double dilation,
-               const std::string& trace_path) {
+               const std::string& trace_path, const std::string& profile_path) {
   std::vector<double> sps;
-  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path))
+  double busy = 0, overrun = 0;
+  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path, profile_path)) {
     sps.push_back(plan.batch_size * dilation / it["seconds"].get<double>());
+    for (auto& rep : it["replicas"]) {
+      busy += rep.value("busy_s", 0.0);
+      overrun += rep.value("overrun_s", 0.0);
+    }
+  }
+  if (busy > 0 && overrun > 0.01 * busy)
+    std::fprintf(stderr, "    overrun: the host took %.1f %% longer than the emulated devices' "
+                         "compute (%.2f of %.2f s)\n",
+                 100 * overrun / busy, overrun, busy);
   return median(sps);
 }
 
@@ -137,7 +158,7 @@ std::vector<double> compute_vs_prediction(const actors::local_cluster& cluster,
     for (size_t i = 0; i < st.device_forward_s.size(); ++i)
       predicted += plan.micro_batches * (st.device_forward_s[i] + st.device_backward_s[i]);
   std::vector<double> ratios;
-  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "")) {
+  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "", "")) {
     double busy = 0;
     for (auto& rep : it["replicas"])
       busy += rep["busy_s"].get<double>();
@@ -222,7 +243,7 @@ int main(int argc, char** argv) {
               models = "mobilenet_v2,efficientnet_b1",
               planners = "on-device,dp-even,pp,pipedream,asteroid",
               csv = "throughput.csv", png = "throughput.png", trace_dir,
-              speeds = "relative";
+              speeds = "relative", compute_time = "auto";
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
   double dilation = 0, cpu_budget = 1.5, contender = 0.5, co_location = 0;
@@ -251,6 +272,13 @@ int main(int argc, char** argv) {
                  "or the catalog, the paper's epoch times, against this machine's)")
     ->check(CLI::IsMember({"relative", "absolute"}))
     ->capture_default_str();
+  app.add_option("--compute-time", compute_time,
+                 "How long an emulated device computes a pass: measured (its slowdown "
+                 "times this machine's time, whose speed moves), profile (its slowdown "
+                 "times the profile's time: every run computes alike) or auto (profile "
+                 "with absolute speeds, measured with relative ones)")
+    ->check(CLI::IsMember({"auto", "measured", "profile"}))
+    ->capture_default_str();
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();
   app.add_option("--cpu-budget", cpu_budget,
@@ -273,6 +301,19 @@ int main(int argc, char** argv) {
   }
   if (!trace_dir.empty())
     std::filesystem::create_directories(trace_dir);
+  if (compute_time == "auto")
+    compute_time = speeds == "absolute" ? "profile" : "measured";
+  // The profiles the plans were made with, for the nodes to compute by.
+  std::filesystem::path profile_dir;
+  if (compute_time == "profile") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "throughput-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+      std::perror("throughput_bench: mkdtemp");
+      return 1;
+    }
+    profile_dir = tmpl;
+  }
+  std::fprintf(stderr, "compute time of the emulated devices: %s\n", compute_time.c_str());
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
   auto plan_names = split_list(planners);
@@ -316,9 +357,15 @@ int main(int argc, char** argv) {
       // planner's inputs should be measured in the conditions its plans run
       // in, as Asteroid profiles at the start of each job.
       std::map<std::string, planner::model_profile> profiles;
+      std::map<std::string, std::string> profile_files; ///< compute time "profile"
       auto profile_all = [&]() {
         for (auto& m : group_data) {
           auto& prof = profiles.emplace(m.first, profile(m.first, batch)).first->second;
+          if (!profile_dir.empty()) {
+            auto file = (profile_dir / (name + "-" + m.first + ".json")).string();
+            planner::save_model_profile_file(prof, file);
+            profile_files[m.first] = file;
+          }
           double step_s = 0;
           for (auto& l : prof.layers)
             step_s += l.forward_s.back() + l.backward_s.back();
@@ -362,7 +409,7 @@ int main(int argc, char** argv) {
       for (auto& [model, prof] : profiles) {
         try {
           auto plan = planner::make_planner("dp-proportional")->make_plan(prof, c, batch);
-          measure(cluster, model, plan, group_data[model], 2, 0, D, "");
+          measure(cluster, model, plan, group_data[model], 2, 0, D, "", profile_files[model]);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "  warm-up run failed: %s\n", e.what());
           cluster.keep_logs();
@@ -382,6 +429,14 @@ int main(int argc, char** argv) {
         auto& cm = clusters.emplace(model, c).first->second;
         if (co_location >= 1) {
           cm.co_location_slowdown = co_location;
+          continue;
+        }
+        if (compute_time == "profile") {
+          // A device's time then comes from the profile, however many
+          // devices share the host (past what padding absorbs, the
+          // replicas report overrun): nothing for a pilot to measure.
+          std::fprintf(stderr, "  %s: compute time from the profile, co-location slowdown 1\n",
+                       model.c_str());
           continue;
         }
         try {
@@ -431,7 +486,8 @@ int main(int argc, char** argv) {
         try {
           r.runs.push_back(measure(cluster, r.model, r.plan, group_data[r.model], warmup, steps, D,
                                    trace_dir.empty() ? "" : trace_dir + "/" + name_of_run
-                                                              + ".json"));
+                                                              + ".json",
+                                   profile_files[r.model]));
         } catch (const std::exception& e) {
           r.error = std::string("failed: ") + e.what();
           cluster.keep_logs();
@@ -640,5 +696,7 @@ int main(int argc, char** argv) {
                 paper_cell(paper->pp).c_str());
   }
   write_plot(csv, png, plan_names);
+  if (!profile_dir.empty())
+    std::filesystem::remove_all(profile_dir);
   return 0;
 }
