@@ -91,18 +91,26 @@ planner::model_profile profile(const std::string& model, int64_t batch) {
   return training::profile_model(m, model, po);
 }
 
+/// How the jobs of a row run, besides their plans.
+struct run_settings {
+  /// Non-empty: the devices compute every pass in their slowdown times this
+  /// profile's time (job_spec::compute_time "profile").
+  std::string profile_path;
+  /// job_spec::run_ahead: a step starts while the last one drains.
+  bool run_ahead = true;
+};
+
 /// Runs `plan` on the cluster; the iteration records of the timed steps.
-/// `profile_path` non-empty: the devices compute every pass in their
-/// slowdown times that profile's time (job_spec::compute_time "profile").
 std::vector<json> run_plan(const actors::local_cluster& cluster, const std::string& model,
                            const planner::plan& plan, std::shared_ptr<data::dataset> train,
                            int64_t warmup, int64_t steps, const std::string& trace_path,
-                           const std::string& profile_path) {
+                           const run_settings& how) {
   auto job = bench::emulated_job(model, plan, cluster.endpoints());
-  if (!profile_path.empty()) {
-    job.profile_path = profile_path;
+  if (!how.profile_path.empty()) {
+    job.profile_path = how.profile_path;
     job.compute_time = "profile";
   }
+  job.run_ahead = how.run_ahead;
   job.trace_path = trace_path;
   job.trace_steps = warmup + steps;
   job.model_options = cifar_options();
@@ -126,10 +134,10 @@ std::vector<json> run_plan(const actors::local_cluster& cluster, const std::stri
 double measure(const actors::local_cluster& cluster, const std::string& model,
                const planner::plan& plan, std::shared_ptr<data::dataset> train,
                int64_t warmup, int64_t steps, double dilation,
-               const std::string& trace_path, const std::string& profile_path) {
+               const std::string& trace_path, const run_settings& how) {
   std::vector<double> sps;
   double busy = 0, overrun = 0;
-  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path, profile_path)) {
+  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path, how)) {
     sps.push_back(plan.batch_size * dilation / it["seconds"].get<double>());
     for (auto& rep : it["replicas"]) {
       busy += rep.value("busy_s", 0.0);
@@ -158,7 +166,7 @@ std::vector<double> compute_vs_prediction(const actors::local_cluster& cluster,
     for (size_t i = 0; i < st.device_forward_s.size(); ++i)
       predicted += plan.micro_batches * (st.device_forward_s[i] + st.device_backward_s[i]);
   std::vector<double> ratios;
-  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "", "")) {
+  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "", run_settings{})) {
     double busy = 0;
     for (auto& rep : it["replicas"])
       busy += rep["busy_s"].get<double>();
@@ -246,6 +254,7 @@ int main(int argc, char** argv) {
               speeds = "relative", compute_time = "auto";
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
+  bool no_run_ahead = false;
   double dilation = 0, cpu_budget = 1.5, contender = 0.5, co_location = 0;
   uint16_t port = 27670;
   app.add_option("--envs", envs, "Environments (examples/clusters/env-X-*.json)")
@@ -279,6 +288,9 @@ int main(int argc, char** argv) {
                  "with absolute speeds, measured with relative ones)")
     ->check(CLI::IsMember({"auto", "measured", "profile"}))
     ->capture_default_str();
+  app.add_flag("--no-run-ahead", no_run_ahead,
+               "Every step waits for the last one to finish on every replica "
+               "(job_spec::run_ahead false)");
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();
   app.add_option("--cpu-budget", cpu_budget,
@@ -301,6 +313,7 @@ int main(int argc, char** argv) {
   }
   if (!trace_dir.empty())
     std::filesystem::create_directories(trace_dir);
+  const bool run_ahead = !no_run_ahead;
   if (compute_time == "auto")
     compute_time = speeds == "absolute" ? "profile" : "measured";
   // The profiles the plans were made with, for the nodes to compute by.
@@ -409,7 +422,8 @@ int main(int argc, char** argv) {
       for (auto& [model, prof] : profiles) {
         try {
           auto plan = planner::make_planner("dp-proportional")->make_plan(prof, c, batch);
-          measure(cluster, model, plan, group_data[model], 2, 0, D, "", profile_files[model]);
+          measure(cluster, model, plan, group_data[model], 2, 0, D, "",
+                  run_settings{profile_files[model], run_ahead});
         } catch (const std::exception& e) {
           std::fprintf(stderr, "  warm-up run failed: %s\n", e.what());
           cluster.keep_logs();
@@ -487,7 +501,7 @@ int main(int argc, char** argv) {
           r.runs.push_back(measure(cluster, r.model, r.plan, group_data[r.model], warmup, steps, D,
                                    trace_dir.empty() ? "" : trace_dir + "/" + name_of_run
                                                               + ".json",
-                                   profile_files[r.model]));
+                                   run_settings{profile_files[r.model], run_ahead}));
         } catch (const std::exception& e) {
           r.error = std::string("failed: ") + e.what();
           cluster.keep_logs();

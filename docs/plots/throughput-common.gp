@@ -1,4 +1,4 @@
-# Shared by throughput-100mbps-run13.gp and throughput-1000mbps-run14.gp: measured samples/s (bars)
+# Shared by the throughput-*-run*.gp scripts: measured samples/s (bars)
 # and predicted samples/s (black marks) per row and plan, from a .dat written from docs/benchmarks.md.
 set terminal pngcairo size 900,450 font "Sans,10"
 set datafile missing "?"
