@@ -316,16 +316,6 @@ int main(int argc, char** argv) {
   const bool run_ahead = !no_run_ahead;
   if (compute_time == "auto")
     compute_time = speeds == "absolute" ? "profile" : "measured";
-  // The profiles the plans were made with, for the nodes to compute by.
-  std::filesystem::path profile_dir;
-  if (compute_time == "profile") {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "throughput-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) {
-      std::perror("throughput_bench: mkdtemp");
-      return 1;
-    }
-    profile_dir = tmpl;
-  }
   std::fprintf(stderr, "compute time of the emulated devices: %s\n", compute_time.c_str());
   torch::set_num_threads(1); // profiles as the nodes compute (--threads 1)
   auto t_start = std::chrono::steady_clock::now();
@@ -337,6 +327,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "throughput_bench: --planners: %s\n", e.what());
       return 2;
     }
+  // The profiles the plans were made with, for the nodes to compute by.
+  std::filesystem::path profile_dir;
+  if (compute_time == "profile") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "throughput-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+      std::perror("throughput_bench: mkdtemp");
+      return 1;
+    }
+    profile_dir = tmpl;
+  }
   std::map<std::string, std::shared_ptr<data::dataset>> data;
   for (auto& m : split_list(models)) {
     data::dataset_options d;
@@ -583,9 +583,10 @@ int main(int argc, char** argv) {
   std::printf("\nMeasured samples/s in emulated time (predicted, error %%); batch %lld, %lld "
               "timed steps after %lld warm-up, CIFAR-sized synthetic data; the fastest of "
               "%d runs for plans predicted at least %.2f of their row's best (marked *), "
-              "one run for the others; %s device speeds\n\n",
+              "one run for the others; %s device speeds, compute time %s\n\n",
               static_cast<long long>(batch), static_cast<long long>(steps),
-              static_cast<long long>(warmup), repeats, contender, speeds.c_str());
+              static_cast<long long>(warmup), repeats, contender, speeds.c_str(),
+              compute_time.c_str());
   std::printf("| env | Mbps | model | D | co-loc | Asteroid's B / M |");
   for (auto& p : plan_names)
     std::printf(" %s |", p.c_str());
@@ -670,10 +671,11 @@ int main(int argc, char** argv) {
   //    data parallelism (even) and pipeline parallelism, measured and
   //    predicted, for the rows the paper reports --
   std::printf("\nTable 4 side by side: Asteroid's speedup over on-device / DP (even) / PP, "
-              "measured (predicted) here and in the paper (%s device speeds)\n\n"
+              "measured (predicted) here and in the paper (%s device speeds, compute time "
+              "%s)\n\n"
               "| env | Mbps | model | Asteroid's B / M | measured | predicted | paper |\n"
               "|---|---|---|---|---|---|---|\n",
-              speeds.c_str());
+              speeds.c_str(), compute_time.c_str());
   for (size_t i = 0; i < rows.size(); i += plan_names.size()) {
     auto paper = paper_table4(rows[i].env, rows[i].mbps, rows[i].model);
     if (!paper)
