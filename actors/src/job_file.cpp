@@ -141,6 +141,10 @@ void check_ranges(const job_spec& s, const json_field& f) {
 
 } // namespace
 
+bool known_compute_time(const std::string& value) {
+  return value == "measured" || value == "profile";
+}
+
 job_spec parse_job(const json& j, const std::string& where) {
   job_spec s;
   json_field f{where, ""};
@@ -196,7 +200,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   if (!known_speeds(s.speeds))
     f["speeds"].fail("'" + s.speeds + "' (expected auto, reported or measured)");
   read_optional(j, f, "compute_time", s.compute_time);
-  if (s.compute_time != "measured" && s.compute_time != "profile")
+  if (!known_compute_time(s.compute_time))
     f["compute_time"].fail("'" + s.compute_time + "' (expected measured or profile)");
   read_optional(j, f, "data_plane", s.data_plane);
   read_optional(j, f, "schedule", s.schedule);

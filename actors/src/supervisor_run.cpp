@@ -19,7 +19,7 @@ namespace asteroid::actors::detail {
 job_result supervisor::run() {
   read_capabilities();
   check_faults();
-  if (job_.compute_time != "measured" && job_.compute_time != "profile")
+  if (!known_compute_time(job_.compute_time))
     throw std::invalid_argument("compute_time '" + job_.compute_time
                                 + "' (expected measured or profile)");
   // The plan's batch size is the job's (initial_plan checks).

@@ -199,6 +199,9 @@ struct job_spec {
   std::vector<fault_spec> faults;
 };
 
+/// Whether `value` is one of job_spec::compute_time's: measured or profile.
+bool known_compute_time(const std::string& value);
+
 /// Parses a job (`where` leads every error message).
 job_spec parse_job(const nlohmann::json& j, const std::string& where);
 job_spec load_job_file(const std::string& path);
