@@ -197,6 +197,9 @@ private:
   /// drift corrections.
   planner::cluster full_cluster() const;
   planner::cluster reported_cluster() const;
+  /// The slowdown of the device the profile's times are of: the profiling
+  /// node's (job_spec::profile_node), 1 when profiled in this process.
+  double reference_slowdown() const;
   planner::plan fresh_plan_on_survivors();
   planner::plan initial_plan();
 

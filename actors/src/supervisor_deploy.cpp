@@ -339,8 +339,15 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
     const auto& st = p.stages[s];
     // Every replica of the stage computes the same layers: one range profile.
     std::optional<planner::layer_profile> emulated;
-    if (job_.compute_time == "profile")
+    if (job_.compute_time == "profile") {
       emulated = planner::range_profile(profile(), st.first_layer, st.end_layer);
+      // A replica pads to its own slowdown times these: the times of a
+      // profile taken on a slowed node are that node's, not speed 1's (the
+      // planner's speeds are relative to it alike: reported_cluster).
+      for (auto* times : {&emulated->forward_s, &emulated->backward_s})
+        for (auto& t : *times)
+          t /= reference_slowdown();
+    }
     stage_deployment dep;
     dep.stage = s;
     dep.first_layer = st.first_layer;

@@ -160,11 +160,13 @@ planner::cluster supervisor::full_cluster() const {
   return c;
 }
 
+double supervisor::reference_slowdown() const {
+  return job_.profile_node >= 0 ? caps_.at(job_.profile_node).value("slowdown", 1.0) : 1.0;
+}
+
 planner::cluster supervisor::reported_cluster() const {
   // Speeds are relative to where the profile was taken.
-  double reference = job_.profile_node >= 0
-                       ? caps_.at(job_.profile_node).value("slowdown", 1.0)
-                       : 1.0;
+  const double reference = reference_slowdown();
   std::vector<planner::device_spec> specs;
   for (size_t d = 0; d < devices_.size(); ++d)
     specs.push_back({name_of(static_cast<int>(d)), "local",

@@ -148,7 +148,8 @@ struct job_spec {
   /// the time this host took, so the host's own speed and load show
   /// through; "profile", the slowdown times the job's profile's time for
   /// the pass's layers and rows (the `profile` file, else the model
-  /// profiled at the start), so every device computes at exactly its stated
+  /// profiled at the start; one taken on `profile_node` counts as that
+  /// node's times, as the planner's speeds do), so every device computes at exactly its stated
   /// speed however the host's speed moves (where the host takes longer, the
   /// replicas report the excess as overrun). For emulated clusters: a node
   /// without a slowdown is held to the profile's time too. The optimizer
