@@ -728,13 +728,16 @@ TEST_CASE("compute_time profile: an emulated device computes each pass in its "
   job.compute_time = "profile";
   // Two micro-batches, each 3 x 10 ms forward and 3 x 20 ms backward, at
   // slowdown 2; the optimizer step is measured (and short).
+  // The bounds leave room for late wake-ups on a loaded CI host (12 sleeps
+  // a step) while still telling padding to the profile (0.36 s) from none
+  // and from padding twice (0.72 s).
   for (double b : busy_per_step()) {
     CHECK(b >= 0.36 - 1e-6);
-    CHECK(b < 0.36 + 0.1);
+    CHECK(b < 0.36 + 0.2);
   }
   job.compute_time = "measured";
   for (double b : busy_per_step())
-    CHECK(b < 0.1);
+    CHECK(b < 0.2);
 }
 
 TEST_CASE("planner path: the Asteroid planner plans over the devices' "
