@@ -201,9 +201,7 @@ bool supervisor::add_requested(int64_t step) {
     claimed_.insert(d);
     if (links_) {
       // Speeds relative to where the profile was taken, as at the start.
-      double reference = job_.profile_node >= 0
-                           ? caps_.at(job_.profile_node).value("slowdown", 1.0)
-                           : 1.0;
+      const double reference = reference_slowdown();
       auto& c = *links_;
       auto one = planner::cluster::uniform(
         "added", {{name_of(d), "measured", reference / caps.value("slowdown", 1.0),

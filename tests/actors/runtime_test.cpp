@@ -690,7 +690,8 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
 }
 
 TEST_CASE("compute_time profile: an emulated device computes each pass in its "
-          "slowdown times the profile's time, however fast the host is") {
+          "slowdown times the profile's time, however fast the host is, and in the "
+          "profile's time when it holds a node of the same slowdown") {
   // mlp computes 8 rows in well under a millisecond here; its profile says
   // 10 ms per layer forward and 20 ms backward at any batch size.
   planner::model_profile prof;
@@ -735,6 +736,15 @@ TEST_CASE("compute_time profile: an emulated device computes each pass in its "
     CHECK(b >= 0.36 - 1e-6);
     CHECK(b < 0.36 + 0.2);
   }
+  // A profile that holds the times of a node at slowdown 2 (profile_node
+  // names it; here the file stands for what profiling there would give):
+  // the device, at slowdown 2 itself, computes at exactly those times.
+  job.profile_node = 0;
+  for (double b : busy_per_step()) {
+    CHECK(b >= 0.18 - 1e-6);
+    CHECK(b < 0.18 + 0.15);
+  }
+  job.profile_node = -1;
   job.compute_time = "measured";
   for (double b : busy_per_step())
     CHECK(b < 0.2);

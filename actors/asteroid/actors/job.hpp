@@ -130,7 +130,9 @@ struct job_spec {
   /// the model here with training::profile_model.
   std::string profile_path;
   /// Planner mode: profile on this node (index into `nodes`, with its
-  /// emulated slowdown) instead of in this process (-1).
+  /// emulated slowdown) instead of in this process (-1). With a
+  /// `profile_path`, the node whose times the file holds: node speeds and
+  /// emulated compute times are relative to its slowdown.
   int profile_node = -1;
   /// Planner mode: measure every link between nodes (bandwidth, latency)
   /// instead of assuming 1 Gbit/s everywhere.
