@@ -156,7 +156,7 @@ job_spec parse_job(const json& j, const std::string& where) {
      "seed", "nodes", "plan", "planner", "schedule", "credit_window",
      "metrics", "trace", "trace_steps", "evaluate", "progress",
      "connect_timeout_ms", "step_timeout_ms", "profile", "fault_tolerance",
-     "faults", "profile_node", "measure_links", "speeds", "compute_time", "data_plane", "run_ahead",
+     "faults", "profile_node", "measure_links", "full_duplex_links", "speeds", "compute_time", "data_plane", "run_ahead",
      "micro_batch_actors", "micro_batch_report_ms", "loss", "credentials", "compression", "check_replicas"});
   read_optional(j, f, "model", s.model);
   if (auto* x = planner::optional_member(j, "model_options")) {
@@ -196,6 +196,7 @@ job_spec parse_job(const json& j, const std::string& where) {
   read_optional(j, f, "profile", s.profile_path);
   read_optional(j, f, "profile_node", s.profile_node);
   read_optional(j, f, "measure_links", s.measure_links);
+  read_optional(j, f, "full_duplex_links", s.full_duplex_links);
   read_optional(j, f, "speeds", s.speeds);
   if (!known_speeds(s.speeds))
     f["speeds"].fail("'" + s.speeds + "' (expected auto, reported or measured)");

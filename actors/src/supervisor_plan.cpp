@@ -169,6 +169,7 @@ planner::cluster supervisor::full_cluster() const {
   c.all_reduce_wire_ratio = kernels::wire_ratio(
     kernels::parse_wire_codec(job_.compression.all_reduce));
   c.compress_below_Bps = job_.compression.below_mbps * 1e6 / 8.0;
+  c.full_duplex_links = job_.full_duplex_links;
   return c;
 }
 
@@ -205,6 +206,7 @@ planner::plan supervisor::fresh_plan_on_survivors() {
   c.gradient_wire_ratio = all.gradient_wire_ratio;
   c.all_reduce_wire_ratio = all.all_reduce_wire_ratio;
   c.compress_below_Bps = all.compress_below_Bps;
+  c.full_duplex_links = all.full_duplex_links;
   for (size_t i = 0; i < alive.size(); ++i)
     for (size_t j = 0; j < alive.size(); ++j) {
       c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];

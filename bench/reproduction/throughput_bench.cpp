@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
               speeds = "relative", compute_time = "auto";
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
-  bool no_run_ahead = false;
+  bool no_run_ahead = false, half_duplex = false;
   double dilation = 0, cpu_budget = 1.5, contender = 0.5, co_location = 0;
   uint16_t port = 27670;
   app.add_option("--envs", envs, "Environments (examples/clusters/env-X-*.json)")
@@ -310,6 +310,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-run-ahead", no_run_ahead,
                "Every step waits for the last one to finish on every replica "
                "(job_spec::run_ahead false)");
+  app.add_flag("--half-duplex", half_duplex,
+               "The planners price each link as half duplex (cluster::full_duplex_links "
+               "false, as every run before 2026-11-29 did); by default full duplex, as the "
+               "emulation paces each direction on a connection of its own");
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();
   app.add_option("--cpu-budget", cpu_budget,
@@ -426,6 +430,7 @@ int main(int argc, char** argv) {
       } else {
         env_nodes = bench::emulate(name, dilation, cpu_budget, port);
       }
+      env_nodes.cluster.full_duplex_links = !half_duplex;
       const auto& c = env_nodes.cluster;
       const double D = env_nodes.dilation;
       const auto& o = env_nodes.nodes;

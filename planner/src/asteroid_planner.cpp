@@ -417,7 +417,7 @@ public:
                   cb = bytes / ib + il;
                 }
                 suffix_state s;
-                s.sum = S.sum.prepend(hf, hb, a, cf, cb);
+                s.sum = S.sum.prepend(hf, hb, a, cf, cb, c_.full_duplex_links);
                 s.T = s.sum.latency();
                 s.end_layer = i2;
                 s.group_begin = j;

@@ -170,6 +170,7 @@ double co_located_slowdown(const plan& p, const cluster& c) {
 pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c) {
   pipeline_steps out;
   out.micro_batches = p.micro_batches;
+  out.full_duplex_links = c.full_duplex_links;
   const auto P = p.num_stages();
   const double micro = static_cast<double>(p.micro_batch_size());
   const double slowdown = co_located_slowdown(p, c);
@@ -211,7 +212,8 @@ pipeline_steps make_steps(const plan& p, const model_profile& profile, const clu
   return make_steps(p, t, c);
 }
 
-double round_latency(const double* f, const double* b, const double* a, int S, int M) {
+double round_latency(const double* f, const double* b, const double* a, int S, int M,
+                     bool full_duplex_links) {
   if (S <= 0)
     return 0.0;
   double sfb = 0.0;
@@ -221,7 +223,9 @@ double round_latency(const double* f, const double* b, const double* a, int S, i
   for (int k = 0; k < S; ++k) {
     const double e = f[k] + b[k];
     sfb += e;
-    pi = std::max(pi, e);
+    // A trip takes both directions; a full-duplex link is busy with the
+    // larger of them per micro-batch (odd steps are links).
+    pi = std::max(pi, full_duplex_links && k % 2 == 1 ? std::max(f[k], b[k]) : e);
     z = std::max(z, a[k] - bpre);
     bpre += b[k];
   }
@@ -246,7 +250,8 @@ double round_latency(const pipeline_steps& ps) {
     b[k] = st[k].backward_s;
     a[k] = st[k].allreduce_s;
   }
-  return round_latency(f.data(), b.data(), a.data(), S, ps.micro_batches);
+  return round_latency(f.data(), b.data(), a.data(), S, ps.micro_batches,
+                       ps.full_duplex_links);
 }
 
 pipeline_summary pipeline_summary::stage(double f, double b, double a, int micro_batches) {
@@ -262,19 +267,20 @@ pipeline_summary pipeline_summary::stage(double f, double b, double a, int micro
 }
 
 pipeline_summary pipeline_summary::prepend(double f, double b, double a, double cf,
-                                           double cb) const {
+                                           double cb, bool full_duplex_links) const {
   pipeline_summary r;
   r.micro_batches = micro_batches;
   r.stages = stages + 1;
   const double h = f + b;
   const double c = cf + cb;
-  r.D = std::max({D, h, c});
+  const double link_busy = full_duplex_links ? std::max(cf, cb) : c;
+  r.D = std::max({D, h, link_busy});
   r.SFB = SFB + h + c;
   // The link step has no all-reduce: T_a = 0 behind the new stage's E_b.
   r.Z = std::max({a, -b, Z - b - cb});
   // Window cycles that start at the new stage: it, the link and the first
   // t old stages, t + 1 <= M micro-batches.
-  double pi = std::max({Pi, h, c});
+  double pi = std::max({Pi, h, link_busy});
   // Only runs of at most M stages (and max_window) can ever form a cycle,
   // so U is kept that far.
   const int known = std::min({stages, max_window - 1, micro_batches - 1});

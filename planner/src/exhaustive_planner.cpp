@@ -186,7 +186,7 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
                   a[2 * s + 1] = 0.0;
                 }
               }
-              double T = round_latency(f.data(), b.data(), a.data(), S, M);
+              double T = round_latency(f.data(), b.data(), a.data(), S, M, c.full_duplex_links);
               if (T < best_T) {
                 best_T = T;
                 best = plan{};

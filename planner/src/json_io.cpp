@@ -281,7 +281,7 @@ cluster parse_cluster(const json& j, const std::string& where) {
     f.fail(std::string("expected an object, got ") + j.type_name());
   check_keys(j, f, {"name", "description", "devices", "link_mbps", "bandwidth_mbps", "latency_ms",
                     "co_location_slowdown", "activation_wire_ratio", "gradient_wire_ratio",
-                    "all_reduce_wire_ratio", "compress_below_mbps"});
+                    "all_reduce_wire_ratio", "compress_below_mbps", "full_duplex_links"});
   cluster c;
   if (auto* x = optional_member(j, "name"))
     c.name = get_string(*x, f["name"]);
@@ -392,6 +392,8 @@ cluster parse_cluster(const json& j, const std::string& where) {
     }
   if (auto* x = optional_member(j, "compress_below_mbps"))
     c.compress_below_Bps = get_positive(*x, f["compress_below_mbps"]) * 1e6 / 8.0;
+  if (auto* x = optional_member(j, "full_duplex_links"))
+    c.full_duplex_links = get_bool(*x, f["full_duplex_links"]);
   return c;
 }
 
@@ -510,6 +512,8 @@ void to_json(json& j, const cluster& x) {
     j["all_reduce_wire_ratio"] = x.all_reduce_wire_ratio;
   if (x.compress_below_Bps > 0.0)
     j["compress_below_mbps"] = x.compress_below_Bps * 8.0 / 1e6;
+  if (x.full_duplex_links)
+    j["full_duplex_links"] = true;
 }
 
 void from_json(const json& j, cluster& x) {

@@ -269,6 +269,10 @@ TEST_CASE("job file: errors name the file and the field's path, as every "
     Catch::Contains("j.json: fault_tolerance.heartbeat_ms: expected an integer, got string"));
   CHECK_THROWS_WITH(actors::parse_job(json::array(), "j.json"),
                     Catch::Contains("j.json: expected an object, got array"));
+  CHECK_FALSE(actors::parse_job(job, "j.json").full_duplex_links);
+  CHECK(actors::parse_job(with("full_duplex_links", true), "j.json").full_duplex_links);
+  CHECK_THROWS_WITH(actors::parse_job(with("full_duplex_links", "yes"), "j.json"),
+                    Catch::Contains("j.json: full_duplex_links: "));
 }
 
 TEST_CASE("job file: every number is range-checked, and the error names the "

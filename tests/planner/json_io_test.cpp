@@ -178,6 +178,16 @@ TEST_CASE("cluster JSON round trip (uniform and matrix links)", "[planner][json]
   CHECK(back2.bandwidth(0, 1) == Approx(1e6));
   CHECK(back2.bandwidth(1, 0) == Approx(100e6 / 8));
   CHECK(back2.latency(2, 0) == Approx(0.01));
+  // Links are half duplex unless the file says otherwise.
+  CHECK_FALSE(back2.full_duplex_links);
+  CHECK_FALSE(j.contains("full_duplex_links"));
+  c.full_duplex_links = true;
+  j = json(c);
+  CHECK(j.value("full_duplex_links", false));
+  CHECK(parse_cluster(j, "rt").full_duplex_links);
+  j["full_duplex_links"] = "yes";
+  CHECK_THAT(error_of([&] { parse_cluster(j, "c.json"); }),
+             Catch::Contains("c.json: full_duplex_links"));
 }
 
 TEST_CASE("model profile JSON round trip and errors", "[planner][json]") {

@@ -137,6 +137,12 @@ struct job_spec {
   /// Planner mode: measure every link between nodes (bandwidth, latency)
   /// instead of assuming 1 Gbit/s everywhere.
   bool measure_links = true;
+  /// Planner mode: the links carry both directions at once (switched
+  /// Ethernet), so a stage boundary is priced at the larger of its
+  /// activations and gradients per micro-batch, not their sum
+  /// (planner::cluster::full_duplex_links); false, the default, suits a
+  /// shared Wi-Fi medium and is never optimistic.
+  bool full_duplex_links = false;
   /// Planner mode: where each node's speed comes from. "reported": the
   /// profiled device's speed scaled by the nodes' emulated slowdowns;
   /// "measured": the model is also timed on every node (with its slowdown)

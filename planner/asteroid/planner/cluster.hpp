@@ -65,6 +65,14 @@ struct cluster {
   /// encode and decode time and saves little, so a job that mixes Wi-Fi
   /// and wired links compresses only the slow ones.
   double compress_below_Bps = 0.0;
+  /// True when the two directions of a link carry their transfers at once
+  /// (switched Ethernet; the data plane sends each direction on a
+  /// connection of its own): a stage boundary is then busy max(activations,
+  /// gradients) per micro-batch, not their sum. False, the default, prices a
+  /// link whose directions take turns, as on a shared Wi-Fi medium: never
+  /// faster than a full-duplex link, so a plan is not promised more than a
+  /// half-duplex network gives.
+  bool full_duplex_links = false;
 
   int size() const { return static_cast<int>(devices.size()); }
   double bandwidth(int from, int to) const { return bandwidth_Bps[from][to]; }

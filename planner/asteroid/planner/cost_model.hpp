@@ -105,7 +105,9 @@ pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluste
 /// Z = max_k (T_a(k) - sum_{j<k} E_b(j)) and Pi the steady-state period
 /// per micro-batch:
 ///   T = SFB + (M - 1) * Pi + Z.
-/// Pi = max(D, window cycles): D = max_k E(k) is the busiest resource; a
+/// Pi = max(D, window cycles): D = max_k E(k) is the busiest resource
+/// (with full-duplex links a link's is max(E_f, E_b): its directions are
+/// two resources); a
 /// window cycle is a run of k = 2..M consecutive stages s..t with the links
 /// between them, of period sum E / k. Under 1F1B, stage s may start a new
 /// forward only after a backward, so k micro-batches circulate in such a
@@ -121,7 +123,8 @@ double round_latency(const pipeline_steps& steps);
 /// all-reduce seconds; step 2s is stage s, step 2s+1 the link after it),
 /// for callers that evaluate many step lists (the exhaustive planner).
 double round_latency(const double* forward_s, const double* backward_s,
-                     const double* allreduce_s, int num_steps, int micro_batches);
+                     const double* allreduce_s, int num_steps, int micro_batches,
+                     bool full_duplex_links = false);
 
 /// Summary of a pipeline's steps from which its round latency, and that of
 /// the pipeline with one more stage in front, follow cheaply (the DP's
@@ -146,8 +149,10 @@ struct pipeline_summary {
   /// all-reduce a, run with `micro_batches` micro-batches.
   static pipeline_summary stage(double f, double b, double a, int micro_batches);
   /// This pipeline behind a new first stage (f, b, a) and the communication
-  /// step (cf, cb) between it and the old first stage.
-  pipeline_summary prepend(double f, double b, double a, double cf, double cb) const;
+  /// step (cf, cb) between it and the old first stage (its directions two
+  /// resources when `full_duplex_links`, as cluster::full_duplex_links).
+  pipeline_summary prepend(double f, double b, double a, double cf, double cb,
+                           bool full_duplex_links = false) const;
   /// Round latency.
   double latency() const { return SFB + (micro_batches - 1) * Pi + Z; }
 };

@@ -30,6 +30,9 @@ struct pipeline_step {
 struct pipeline_steps {
   std::vector<pipeline_step> steps;
   int micro_batches = 1;
+  /// The cluster's full_duplex_links: a communication step's forward and
+  /// backward transfers overlap.
+  bool full_duplex_links = false;
 };
 
 } // namespace asteroid::planner
