@@ -1,0 +1,5 @@
+# gnuplot docs/plots/throughput-absolute-run20.gp  (from the repository root)
+DATA = "docs/plots/throughput-absolute-run20.dat"
+set output "docs/plots/throughput-absolute-run20.png"
+set title "throughput\\_bench run 20, absolute speeds, links full duplex (2026-11-29): measured (bars) vs predicted (marks)"
+load "docs/plots/throughput-common.gp"
