@@ -46,8 +46,8 @@ pipeline_summary summarise(const pipeline_steps& ps) {
 TEST_CASE("full-duplex links: a link-bound pipeline is paced by its larger direction and "
           "its round trip, as the simulation of full-duplex links says", "[planner][cost]") {
   // Two stages of F 1, B 1 and a link of 3 s each way, M = 8. Half duplex
-  // the link is busy 6 s a micro-batch: T = SFB 10 + 7 x 6 = 52 (simulated
-  // 50: the drain overlaps; docs/schedules.md has this row). Full duplex
+  // the link is busy 6 s a micro-batch: T = SFB 10 + 7 x 6 = 52 (simulated:
+  // 50). Full duplex
   // each direction is busy 3 s, and the period is stage 0's round trip
   // over its two micro-batches: (1 + 3 + 1 + 1 + 3 + 1) / 2 = 5 s, so
   // T = 10 + 7 x 5 = 45 (simulated 43, the same 2 s of drain): 4.7 %
