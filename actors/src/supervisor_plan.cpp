@@ -200,15 +200,16 @@ planner::plan supervisor::fresh_plan_on_survivors() {
     }
   if (alive.empty())
     throw std::runtime_error("no device left");
-  auto c = planner::cluster::uniform("survivors", specs, 1e9);
-  c.co_location_slowdown = all.co_location_slowdown;
-  c.activation_wire_ratio = all.activation_wire_ratio;
-  c.gradient_wire_ratio = all.gradient_wire_ratio;
-  c.all_reduce_wire_ratio = all.all_reduce_wire_ratio;
-  c.compress_below_Bps = all.compress_below_Bps;
-  c.full_duplex_links = all.full_duplex_links;
-  for (size_t i = 0; i < alive.size(); ++i)
-    for (size_t j = 0; j < alive.size(); ++j) {
+  // A copy keeps every pricing setting of the job's cluster (co-location,
+  // wire ratios, duplex); only its devices and links shrink to the alive.
+  auto c = all;
+  c.name = "survivors";
+  c.devices = std::move(specs);
+  const auto n = alive.size();
+  c.bandwidth_Bps.assign(n, std::vector<double>(n, 0.0));
+  c.latency_s.assign(n, std::vector<double>(n, 0.0));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) {
       c.bandwidth_Bps[i][j] = all.bandwidth_Bps[alive[i]][alive[j]];
       c.latency_s[i][j] = all.latency_s[alive[i]][alive[j]];
     }

@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
                "(job_spec::run_ahead false)");
   app.add_flag("--half-duplex", half_duplex,
                "The planners price each link as half duplex (cluster::full_duplex_links "
-               "false, as every run before 2026-11-29 did); by default full duplex, as the "
+               "false, as every run before 4807be6 did, runs 1-18); by default full duplex, as the "
                "emulation paces each direction on a connection of its own");
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();

@@ -70,8 +70,7 @@ struct cluster {
   /// connection of its own): a stage boundary is then busy max(activations,
   /// gradients) per micro-batch, not their sum. False, the default, prices a
   /// link whose directions take turns, as on a shared Wi-Fi medium: never
-  /// faster than a full-duplex link, so a plan is not promised more than a
-  /// half-duplex network gives.
+  /// faster than the full-duplex pricing of the same plan.
   bool full_duplex_links = false;
 
   int size() const { return static_cast<int>(devices.size()); }
