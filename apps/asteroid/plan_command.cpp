@@ -98,7 +98,9 @@ std::unique_ptr<planner::planner_base> make_training_planner(
 void print_comparison(const planner::model_profile& profile,
                       const planner::cluster& c, int64_t batch,
                       const planner::asteroid_options& search) {
-  std::printf("%-16s %14s %10s\n", "planner", "samples/s", "stages");
+  // Two predictions: the closed form the planners rank by, and the plan's
+  // 1F1B schedule simulated (docs/planner.md, "Two predictions").
+  std::printf("%-16s %14s %14s %10s\n", "planner", "samples/s", "simulated", "stages");
   double asteroid_rate = 0;
   std::vector<std::pair<std::string, double>> rows;
   for (auto& name : planner::planner_names()) {
@@ -108,8 +110,8 @@ void print_comparison(const planner::model_profile& profile,
     }
     try {
       auto p = make_training_planner(name, search)->make_plan(profile, c, batch);
-      std::printf("%-16s %14.2f %10d\n", name.c_str(),
-                  p.predicted_samples_per_s, p.num_stages());
+      std::printf("%-16s %14.2f %14.2f %10d\n", name.c_str(), p.predicted_samples_per_s,
+                  p.simulated_samples_per_s, p.num_stages());
       if (name == "asteroid")
         asteroid_rate = p.predicted_samples_per_s;
       rows.emplace_back(name, p.predicted_samples_per_s);

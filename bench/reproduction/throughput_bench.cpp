@@ -17,7 +17,6 @@
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/planner.hpp"
-#include "asteroid/planner/simulator.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
 
@@ -51,10 +50,11 @@ struct row {
   double dilation = 1;
   double co_location = 1; ///< the cluster's co_location_slowdown the planners saw
   int stages = 0, micro_batches = 0, devices = 0;
-  double predicted = 0, measured = 0; ///< samples/s in emulated time; measured = best run
-  /// The plan's 1F1B schedule simulated on the same step times (samples/s):
-  /// the cost model's round formula approximates this.
-  double simulated = 0;
+  /// samples/s in emulated time; measured = best run. `simulated` is the
+  /// plan's prediction (its 1F1B schedule simulated on the cost model's step
+  /// times, `plan::simulated_samples_per_s`), `predicted` the closed form the
+  /// planners rank by (`plan::predicted_samples_per_s`).
+  double predicted = 0, simulated = 0, measured = 0;
   std::vector<double> runs;           ///< every run's samples/s, in order
   std::string error;                  ///< infeasible / failed run
   planner::plan plan;
@@ -78,21 +78,6 @@ json layout_of(const planner::plan& p) {
   j.erase("planner");
   j.erase("predicted");
   return j;
-}
-
-/// Samples/s of `p`'s 1F1B instruction streams simulated under the cost
-/// model's step times, with each direction of a boundary a link of its own
-/// (the data plane sends activations and gradients on separate
-/// connections, each paced by its sender).
-double simulated_samples_per_s(const planner::plan& p, const planner::model_profile& prof,
-                               const planner::cluster& c) {
-  planner::simulator_options o;
-  o.links = planner::link_model::full_duplex;
-  o.record_events = false;
-  const double round_s =
-    planner::simulate(p, planner::make_steps(p, prof, c), planner::schedule_kind::one_f_one_b, o)
-      .round_s;
-  return round_s > 0 ? static_cast<double>(p.batch_size) / round_s : 0.0;
 }
 
 json cifar_options() { return {{"num_classes", 10}, {"in_channels", 3}, {"image_size", 32}}; }
@@ -313,7 +298,8 @@ int main(int argc, char** argv) {
   app.add_flag("--half-duplex", half_duplex,
                "The planners price each link as half duplex (cluster::full_duplex_links "
                "false, as every run before 4807be6 did, runs 1-18); by default full duplex, as the "
-               "emulation paces each direction on a connection of its own");
+               "emulation paces each direction on a connection of its own (the plans' "
+               "simulated schedules follow the same choice)");
   app.add_option("--dilation", dilation, "Time dilation D (0: chosen per environment)")
     ->capture_default_str();
   app.add_option("--cpu-budget", cpu_budget,
@@ -556,7 +542,7 @@ int main(int argc, char** argv) {
           r.stages = r.plan.num_stages();
           r.micro_batches = r.plan.micro_batches;
           r.predicted = r.plan.predicted_samples_per_s;
-          r.simulated = simulated_samples_per_s(r.plan, prof, cm);
+          r.simulated = r.plan.simulated_samples_per_s;
           r.layout = layout_of(r.plan);
           // Two planners that chose the same plan run the same job: it is
           // measured once, so that run-to-run noise cannot rank a plan
@@ -585,12 +571,12 @@ int main(int argc, char** argv) {
       for (size_t i = env_first; i < rows.size(); ++i)
         if (rows[i].error.empty())
           best_predicted[rows[i].model] = std::max(best_predicted[rows[i].model],
-                                                   rows[i].predicted);
+                                                   rows[i].simulated);
       for (int round = 2; round <= repeats; ++round)
         for (size_t i = env_first; i < rows.size(); ++i) {
           auto& r = rows[i];
           if (r.error.empty() && r.same_as.empty()
-              && r.predicted >= contender * best_predicted[r.model])
+              && r.simulated >= contender * best_predicted[r.model])
             run(r, round);
         }
       for (size_t i = env_first; i < rows.size(); ++i)
@@ -606,7 +592,8 @@ int main(int argc, char** argv) {
             }
     }
   // -- table: one line per (env, rate, model) --
-  std::printf("\nMeasured samples/s in emulated time (predicted, error %%); batch %lld, %lld "
+  std::printf("\nMeasured samples/s in emulated time (predicted: the plan's 1F1B schedule "
+              "simulated, error %%); batch %lld, %lld "
               "timed steps after %lld warm-up, CIFAR-sized synthetic data; the fastest of "
               "%d runs for plans predicted at least %.2f of their row's best (marked *), "
               "one run for the others; %s device speeds, compute time %s\n\n",
@@ -620,7 +607,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i <= plan_names.size(); ++i)
     std::printf("---|");
   std::printf("\n");
-  std::vector<double> errors, simulated_errors;
+  std::vector<double> errors, formula_errors;
   int rows_total = 0, rows_won = 0, rows_tied = 0;
   std::ofstream out{csv};
   out << "env,mbps,model,planner,devices,stages,micro_batches,dilation,co_location_slowdown,"
@@ -646,25 +633,28 @@ int main(int argc, char** argv) {
     bool won = true, tied = false;
     for (size_t k = 0; k < plan_names.size(); ++k) {
       auto& r = rows[i + k];
-      double err = r.predicted > 0 && r.measured > 0
-                     ? (r.measured - r.predicted) / r.predicted * 100 : NAN;
+      double err = r.simulated > 0 && r.measured > 0
+                     ? (r.measured - r.simulated) / r.simulated * 100 : NAN;
       if (!r.error.empty())
         std::printf(" %s |", r.error == "infeasible" ? "infeasible" : "failed");
       else if (!r.same_as.empty())
         std::printf(" = %s |", r.same_as.c_str());
       else
         std::printf(" %.2f%s (%.2f, %+.0f%%) |", r.measured, r.runs.size() > 1 ? "*" : "",
-                    r.predicted, err);
+                    r.simulated, err);
       // A shared run counts once.
       if (r.error.empty() && r.same_as.empty() && !std::isnan(err)) {
         errors.push_back(std::fabs(err));
-        if (r.simulated > 0)
-          simulated_errors.push_back(std::fabs(r.measured - r.simulated) / r.simulated * 100);
+        if (r.predicted > 0)
+          formula_errors.push_back(std::fabs(r.measured - r.predicted) / r.predicted * 100);
       }
       out << r.env << "," << r.mbps << "," << r.model << "," << r.planner << "," << r.devices
           << "," << r.stages << "," << r.micro_batches << "," << r.dilation << ","
           << r.co_location << ","
-          << r.predicted << "," << r.measured << "," << (std::isnan(err) ? 0 : err) << ","
+          << r.predicted << "," << r.measured << ","
+          << (r.predicted > 0 && r.measured > 0 ? (r.measured - r.predicted) / r.predicted * 100
+                                                 : 0.0)
+          << ","
           << (!r.error.empty() ? r.error.substr(0, r.error.find(':'))
               : r.same_as.empty() ? "ok" : "same plan as " + r.same_as)
           << "," << join(r.runs, ";") << "," << r.simulated << "\n";
@@ -691,15 +681,16 @@ int main(int argc, char** argv) {
                    .count() / 60;
   std::printf("\nAsteroid measured >= every baseline in %d of %d rows (in %d of them "
               "Asteroid's plan is a baseline's, run once); median |prediction error| "
-              "%.1f %%, worst %.1f %%, over %zu measured plans; %.1f minutes\n",
+              "%.1f %%, worst %.1f %%, over %zu measured plans (prediction: each plan's 1F1B "
+              "schedule simulated on the cost model's step times); %.1f minutes\n",
               rows_won, rows_total, rows_tied, median(errors),
               errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end()),
               errors.size(), minutes);
-  std::printf("against the plans' 1F1B schedules simulated on the same step times "
-              "(planner::simulate, full-duplex links): median |error| %.1f %%, worst %.1f %%\n",
-              median(simulated_errors),
-              simulated_errors.empty()
-                ? 0.0 : *std::max_element(simulated_errors.begin(), simulated_errors.end()));
+  std::printf("against the closed-form round latency the planners rank by: median |error| "
+              "%.1f %%, worst %.1f %%\n",
+              median(formula_errors),
+              formula_errors.empty()
+                ? 0.0 : *std::max_element(formula_errors.begin(), formula_errors.end()));
   std::printf("wrote %s\n", csv.c_str());
   // -- the paper's Table 4 next to ours: Asteroid's speedup over on-device,
   //    data parallelism (even) and pipeline parallelism, measured and
@@ -725,8 +716,8 @@ int main(int argc, char** argv) {
     auto ratio = [&](int k, bool measured) {
       if (!of[0] || !of[k])
         return std::string("-");
-      double a = measured ? of[0]->measured : of[0]->predicted;
-      double b = measured ? of[k]->measured : of[k]->predicted;
+      double a = measured ? of[0]->measured : of[0]->simulated;
+      double b = measured ? of[k]->measured : of[k]->simulated;
       char cell[16];
       std::snprintf(cell, sizeof cell, "%.2f", b > 0 ? a / b : 0.0);
       return std::string(cell);

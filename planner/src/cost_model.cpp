@@ -6,6 +6,8 @@
 #include "asteroid/planner/error.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/plan_validation.hpp"
+#include "asteroid/planner/schedule.hpp"
+#include "asteroid/planner/simulator.hpp"
 
 namespace asteroid::planner {
 
@@ -308,9 +310,16 @@ std::vector<int64_t> memory_per_device(const plan& p, const cost_tables& t, cons
 void evaluate(plan& p, const cost_tables& t, const cluster& c) {
   validate(p, t.num_layers(), c);
   auto steps = make_steps(p, t, c);
+  const auto rate = [&](double round_s) {
+    return round_s > 0.0 ? static_cast<double>(p.batch_size) / round_s : 0.0;
+  };
   p.predicted_round_s = round_latency(steps);
-  p.predicted_samples_per_s =
-    p.predicted_round_s > 0.0 ? static_cast<double>(p.batch_size) / p.predicted_round_s : 0.0;
+  p.predicted_samples_per_s = rate(p.predicted_round_s);
+  simulator_options sim;
+  sim.links = c.full_duplex_links ? link_model::full_duplex : link_model::half_duplex;
+  sim.record_events = false;
+  p.simulated_round_s = simulate(p, steps, schedule_kind::one_f_one_b, sim).round_s;
+  p.simulated_samples_per_s = rate(p.simulated_round_s);
   p.predicted_memory_bytes = memory_per_device(p, t, c);
 }
 

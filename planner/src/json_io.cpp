@@ -416,6 +416,10 @@ plan parse_plan(const json& j, const std::string& where) {
       p.predicted_round_s = get_nonneg(*x, pf["round_s"]);
     if (auto* x = optional_member(*pred, "samples_per_s"))
       p.predicted_samples_per_s = get_nonneg(*x, pf["samples_per_s"]);
+    if (auto* x = optional_member(*pred, "simulated_round_s"))
+      p.simulated_round_s = get_nonneg(*x, pf["simulated_round_s"]);
+    if (auto* x = optional_member(*pred, "simulated_samples_per_s"))
+      p.simulated_samples_per_s = get_nonneg(*x, pf["simulated_samples_per_s"]);
     if (auto* x = optional_member(*pred, "memory_bytes")) {
       const auto& m = get_array(*x, pf["memory_bytes"]);
       for (size_t i = 0; i < m.size(); ++i)
@@ -539,6 +543,8 @@ void to_json(json& j, const plan& x) {
            {"predicted",
             {{"round_s", x.predicted_round_s},
              {"samples_per_s", x.predicted_samples_per_s},
+             {"simulated_round_s", x.simulated_round_s},
+             {"simulated_samples_per_s", x.simulated_samples_per_s},
              {"memory_bytes", x.predicted_memory_bytes}}}};
 }
 

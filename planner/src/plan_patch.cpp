@@ -72,6 +72,8 @@ plan_patch patch_plan(const plan& p, const std::set<int>& lost,
   q = p;
   q.predicted_round_s = 0;
   q.predicted_samples_per_s = 0;
+  q.simulated_round_s = 0;
+  q.simulated_samples_per_s = 0;
   q.predicted_memory_bytes.clear();
   // 1. Drop the lost devices from their groups.
   std::vector<bool> touched(p.stages.size(), false);

@@ -79,6 +79,12 @@ std::string format_plan_table(const plan& in, const model_profile& profile, cons
   std::snprintf(buf, sizeof(buf), "predicted: %.3f s per round, %.2f samples/s\n",
                 p.predicted_round_s, p.predicted_samples_per_s);
   out << buf;
+  if (p.simulated_round_s > 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "1F1B schedule simulated: %.3f s per round, %.2f samples/s\n",
+                  p.simulated_round_s, p.simulated_samples_per_s);
+    out << buf;
+  }
   return out.str();
 }
 

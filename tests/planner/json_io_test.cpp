@@ -245,6 +245,8 @@ TEST_CASE("plan JSON round trip", "[planner][json]") {
   p.stages.push_back({3, 5, {1}, {8}});
   p.predicted_round_s = 1.25;
   p.predicted_samples_per_s = 25.6;
+  p.simulated_round_s = 1.5;
+  p.simulated_samples_per_s = 21.3;
   p.predicted_memory_bytes = {10, 20, 30};
   auto path = tmp_path("plan_rt.json");
   save_plan_file(p, path);
@@ -258,7 +260,21 @@ TEST_CASE("plan JSON round trip", "[planner][json]") {
   CHECK(q.stages[1].first_layer == 3);
   CHECK(q.stages[1].end_layer == 5);
   CHECK(q.predicted_round_s == 1.25);
+  CHECK(q.simulated_round_s == 1.5);
+  CHECK(q.simulated_samples_per_s == 21.3);
   CHECK(q.predicted_memory_bytes == p.predicted_memory_bytes);
+  {
+    // A plan written before the simulated prediction existed still loads.
+    auto old = json(p);
+    old["predicted"].erase("simulated_round_s");
+    old["predicted"].erase("simulated_samples_per_s");
+    auto o = parse_plan(old, "old-plan.json");
+    CHECK(o.simulated_round_s == 0);
+    CHECK(o.predicted_round_s == 1.25);
+    old["predicted"]["simulated_round_s"] = -1;
+    CHECK_THAT(error_of([&] { parse_plan(old, "plan.json"); }),
+               Catch::Contains("plan.json: predicted.simulated_round_s"));
+  }
 
   auto j = json(p);
   j["stages"][1]["shares"] = json::array({8, 1});

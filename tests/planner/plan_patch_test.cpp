@@ -150,6 +150,9 @@ TEST_CASE("patch_plan: with a profile the patch is evaluated by the cost model")
   CHECK(q.predicted_round_s > 0);
   // Losing a device cannot make the same pipeline faster.
   CHECK(q.predicted_round_s >= p.predicted_round_s);
+  // Both predictions are the patched plan's, not the old plan's.
+  CHECK(q.simulated_round_s > 0);
+  CHECK(q.simulated_round_s >= p.simulated_round_s);
 }
 
 TEST_CASE("patch_plan: losing everything is an error that says so") {

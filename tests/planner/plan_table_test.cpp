@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
+#include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/plan_table.hpp"
 #include "test_helpers.hpp"
 
@@ -29,4 +32,11 @@ TEST_CASE("format_plan_table shows stages, layers, devices and predictions", "[p
   // gamma needs 6 MB for stage 1 but has 5 MB.
   CHECK_THAT(text, Catch::Contains("OVER BUDGET"));
   CHECK_THAT(text, Catch::Contains("predicted: 1.060 s per round, 7.54 samples/s"));
+  // And the plan's 1F1B schedule simulated on the same step times.
+  evaluate(p, prof, c);
+  REQUIRE(p.simulated_round_s > 0);
+  char line[96];
+  std::snprintf(line, sizeof line, "1F1B schedule simulated: %.3f s per round, %.2f samples/s",
+                p.simulated_round_s, p.simulated_samples_per_s);
+  CHECK_THAT(text, Catch::Contains(line));
 }

@@ -29,9 +29,16 @@ struct plan {
   int micro_batches = 1;
   std::vector<stage_plan> stages;
 
-  /// Predictions of the cost model (0 when unknown).
+  /// Predictions of the cost model (0 when unknown): the closed-form round
+  /// latency (`round_latency`), which the planners optimise.
   double predicted_round_s = 0.0;
   double predicted_samples_per_s = 0.0;
+  /// The plan's 1F1B instruction streams simulated on the same step times
+  /// (`simulate`, the cluster's link model): what the closed form
+  /// approximates, closer to a run where a pipeline has few micro-batches
+  /// (docs/planner.md, "Two predictions"). 0 when unknown.
+  double simulated_round_s = 0.0;
+  double simulated_samples_per_s = 0.0;
   /// Predicted peak memory, indexed by cluster device (0 for unused ones).
   std::vector<int64_t> predicted_memory_bytes;
 
