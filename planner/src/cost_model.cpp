@@ -145,6 +145,31 @@ double transfer_s(const cluster& c, const std::vector<int>& from, const std::vec
   return bytes / bw + lat;
 }
 
+double pieces_transfer_s(const cluster& c, const std::vector<int>& from,
+                         const std::vector<int64_t>& from_shares, const std::vector<int>& to,
+                         const std::vector<int64_t>& to_shares, double bytes_per_sample,
+                         traffic what) {
+  if (bytes_per_sample <= 0.0)
+    return 0.0;
+  double slowest = 0.0;
+  int64_t from_begin = 0;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t from_end = from_begin + from_shares[i];
+    int64_t to_begin = 0;
+    for (size_t j = 0; j < to.size(); ++j) {
+      const int64_t to_end = to_begin + to_shares[j];
+      const int64_t rows = std::min(from_end, to_end) - std::max(from_begin, to_begin);
+      if (rows > 0 && from[i] != to[j])
+        slowest = std::max(slowest, bytes_per_sample * static_cast<double>(rows)
+                                        / c.payload_rate(from[i], to[j], what)
+                                      + c.latency(from[i], to[j]));
+      to_begin = to_end;
+    }
+    from_begin = from_end;
+  }
+  return slowest;
+}
+
 double allreduce_s(const cluster& c, const std::vector<int>& group, double bytes) {
   auto g = group.size();
   if (g <= 1 || bytes <= 0.0)
@@ -169,7 +194,8 @@ double co_located_slowdown(const plan& p, const cluster& c) {
   return p.num_devices() > 1 ? c.co_location_slowdown : 1.0;
 }
 
-pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c) {
+pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c,
+                          boundary_pricing links) {
   pipeline_steps out;
   out.micro_batches = p.micro_batches;
   out.full_duplex_links = c.full_duplex_links;
@@ -199,19 +225,29 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c)
       pipeline_step comm;
       comm.type = pipeline_step::kind::communication;
       comm.stage = s;
-      double bytes = static_cast<double>(t.boundary_bytes_per_sample(st.end_layer)) * micro;
-      comm.forward_s = transfer_s(c, st.devices, next.devices, bytes, traffic::activations);
-      comm.backward_s = transfer_s(c, next.devices, st.devices, bytes, traffic::gradients);
+      const double per_sample = static_cast<double>(t.boundary_bytes_per_sample(st.end_layer));
+      if (links == boundary_pricing::pieces) {
+        comm.forward_s = pieces_transfer_s(c, st.devices, st.shares, next.devices, next.shares,
+                                           per_sample, traffic::activations);
+        comm.backward_s = pieces_transfer_s(c, next.devices, next.shares, st.devices, st.shares,
+                                            per_sample, traffic::gradients);
+      } else {
+        comm.forward_s =
+          transfer_s(c, st.devices, next.devices, per_sample * micro, traffic::activations);
+        comm.backward_s =
+          transfer_s(c, next.devices, st.devices, per_sample * micro, traffic::gradients);
+      }
       out.steps.push_back(std::move(comm));
     }
   }
   return out;
 }
 
-pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c) {
+pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c,
+                          boundary_pricing links) {
   validate(p, profile.num_layers(), c);
   cost_tables t(profile, p.micro_batch_size());
-  return make_steps(p, t, c);
+  return make_steps(p, t, c, links);
 }
 
 double round_latency(const double* f, const double* b, const double* a, int S, int M,
@@ -318,7 +354,9 @@ void evaluate(plan& p, const cost_tables& t, const cluster& c) {
   simulator_options sim;
   sim.links = c.full_duplex_links ? link_model::full_duplex : link_model::half_duplex;
   sim.record_events = false;
-  p.simulated_round_s = simulate(p, steps, schedule_kind::one_f_one_b, sim).round_s;
+  p.simulated_round_s =
+    simulate(p, make_steps(p, t, c, boundary_pricing::pieces), schedule_kind::one_f_one_b, sim)
+      .round_s;
   p.simulated_samples_per_s = rate(p.simulated_round_s);
   p.predicted_memory_bytes = memory_per_device(p, t, c);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "asteroid/planner/cost_model.hpp"
@@ -55,6 +56,12 @@ TEST_CASE("cost model on a hand-computed two-stage plan", "[planner][cost]") {
   CHECK(comm.type == pipeline_step::kind::communication);
   CHECK(comm.forward_s == Approx(4e-3));
   CHECK(comm.backward_s == Approx(4e-3));
+  // As the runtime sends it: d0's 1 row and d1's 3 rows leave at once, on
+  // links of their own: the 3-row piece takes 3 ms.
+  const auto pieces = make_steps(p, prof, c, boundary_pricing::pieces);
+  CHECK(pieces.steps[1].forward_s == Approx(3e-3));
+  CHECK(pieces.steps[1].backward_s == Approx(3e-3));
+  CHECK(pieces.steps[0].forward_s == s0.forward_s);
   // Stage 1: 4 samples x (2 + 4) ms = 8 + 16 ms, no all-reduce.
   CHECK(steps.steps[2].forward_s == Approx(8e-3));
   CHECK(steps.steps[2].backward_s == Approx(16e-3));
@@ -79,6 +86,27 @@ TEST_CASE("cost model on a hand-computed two-stage plan", "[planner][cost]") {
   CHECK_FALSE(fits_memory(p, c));
   CHECK_THROWS_WITH(check_memory(p, c), Catch::Contains("device 2 (d2)") &&
                                           Catch::Contains("short by 4040 bytes"));
+}
+
+TEST_CASE("pieces_transfer_s: each sender's rows go to the receivers that hold them, in "
+          "parallel, and a device in both groups keeps its own", "[planner][cost]") {
+  // Four devices, 1 MB/s links except 0 -> 3 at 0.5 MB/s, latency 1 ms.
+  auto c = cluster::uniform("c", {test::device("d0", 1, 1 << 30), test::device("d1", 1, 1 << 30),
+                                  test::device("d2", 1, 1 << 30), test::device("d3", 1, 1 << 30)},
+                            8e6, 1e-3);
+  c.bandwidth_Bps[0][3] = 0.5e6;
+  // Rows 0-2 on d0, 3 on d1; receivers: 0-1 on d2, 2-3 on d3. Pieces
+  // d0->d2 2 rows, d0->d3 1 row (slow link), d1->d3 1 row; 1000 B a row.
+  const double t = pieces_transfer_s(c, {0, 1}, {3, 1}, {2, 3}, {2, 2}, 1000.0,
+                                     traffic::activations);
+  CHECK(t == Approx(2e-3 + 1e-3)); // d0 -> d2 and d0 -> d3 both take 2 ms
+  // The whole micro-batch over the slowest link would take 4 rows / 0.5 MB/s.
+  CHECK(transfer_s(c, {0, 1}, {2, 3}, 4000.0, traffic::activations) == Approx(8e-3 + 1e-3));
+  // A device in both groups keeps its rows: only d0's 2 rows to d2 move.
+  CHECK(pieces_transfer_s(c, {0, 1}, {2, 2}, {2, 1}, {2, 2}, 1000.0, traffic::activations)
+        == Approx(2e-3 + 1e-3));
+  CHECK(pieces_transfer_s(c, {0, 1}, {2, 2}, {0, 1}, {2, 2}, 1000.0, traffic::gradients) == 0.0);
+  CHECK(pieces_transfer_s(c, {0}, {4}, {1}, {4}, 0.0, traffic::activations) == 0.0);
 }
 
 TEST_CASE("round latency of one stage is M*(f+b) plus the all-reduce", "[planner][cost]") {

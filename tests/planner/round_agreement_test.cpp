@@ -161,14 +161,21 @@ TEST_CASE("analytic round latency agrees with the simulated 1F1B round on enviro
         CHECK(sum.latency() == Approx(analytic).epsilon(1e-9));
         CHECK(p.predicted_round_s == Approx(analytic).epsilon(1e-9));
         // The plan's second prediction is its schedule simulated under the
-        // cluster's link model (half duplex unless the cluster says so).
-        CHECK(p.simulated_round_s == Approx(half).epsilon(1e-12));
-        CHECK(p.simulated_samples_per_s == Approx(32 / half).epsilon(1e-12));
+        // cluster's link model (half duplex unless the cluster says so),
+        // each boundary priced as the runtime sends it: never slower than
+        // the whole micro-batch over the slowest link.
+        const auto pieces = make_steps(p, prof, c, boundary_pricing::pieces);
+        const double half_pieces = simulated_round(p, pieces, link_model::half_duplex);
+        const double full_pieces = simulated_round(p, pieces, link_model::full_duplex);
+        CHECK(p.simulated_round_s == Approx(half_pieces).epsilon(1e-12));
+        CHECK(p.simulated_samples_per_s == Approx(32 / half_pieces).epsilon(1e-12));
+        CHECK(half_pieces <= half * (1 + 1e-12));
         auto duplex = c;
         duplex.full_duplex_links = true;
         auto q = p;
         evaluate(q, prof, duplex);
-        CHECK(q.simulated_round_s == Approx(full).epsilon(1e-12));
+        CHECK(q.simulated_round_s == Approx(full_pieces).epsilon(1e-12));
+        CHECK(full_pieces <= full * (1 + 1e-12));
         ++cases;
         pipelines += p.num_stages() > 1;
         windowed += sum.Pi > sum.D * 1.001;

@@ -82,6 +82,31 @@ int in_flight_micro_batches(int stage, int num_stages, int micro_batches);
 double transfer_s(const cluster& c, const std::vector<int>& from,
                   const std::vector<int>& to, double bytes, traffic what);
 
+/// Seconds to move a boundary of `bytes_per_sample` x rows from a group
+/// holding rows by `from_shares` to one holding them by `to_shares`, as the
+/// runtime does it: rows are laid out in share order in both groups, each
+/// sender sends each receiver the rows both hold, every such piece at once
+/// on its own link (the bandwidth matrix's), and a device in both groups
+/// keeps its own rows. The slowest piece (bytes over its link's payload
+/// rate plus its latency) sets the time. Never more than `transfer_s` of
+/// the whole micro-batch; where one device's port carries several pieces
+/// at once and is slower than their links together, the real time is up
+/// to their sum (docs/planner.md, "Two predictions").
+double pieces_transfer_s(const cluster& c, const std::vector<int>& from,
+                         const std::vector<int64_t>& from_shares, const std::vector<int>& to,
+                         const std::vector<int64_t>& to_shares, double bytes_per_sample,
+                         traffic what);
+
+/// How `make_steps` prices a communication step.
+enum class boundary_pricing {
+  /// The Asteroid paper's: the whole micro-batch's boundary over the slowest
+  /// link between the two groups (`transfer_s`); what the planners rank by.
+  whole_micro_batch,
+  /// As the runtime sends it (`pieces_transfer_s`); what the simulated
+  /// prediction uses.
+  pieces,
+};
+
 /// Ring all-reduce seconds of `bytes` (float32) in `group`:
 /// 2(g-1)/g * bytes * r / slowest link in the group + 2(g-1) * largest
 /// latency, where r is that link's all-reduce wire ratio (a ring is
@@ -96,8 +121,10 @@ double co_located_slowdown(const plan& p, const cluster& c);
 /// validates the plan first): compute steps with per-device times
 /// time(share)/speed x `co_located_slowdown`, ring all-reduce times, and
 /// communication steps carrying one micro-batch's boundary activation.
-pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c);
-pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluster& c);
+pipeline_steps make_steps(const plan& p, const model_profile& profile, const cluster& c,
+                          boundary_pricing links = boundary_pricing::whole_micro_batch);
+pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluster& c,
+                          boundary_pricing links = boundary_pricing::whole_micro_batch);
 
 /// Round (mini-batch) latency of the step model under 1F1B.
 ///
