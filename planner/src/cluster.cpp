@@ -13,6 +13,23 @@ cluster cluster::uniform(std::string name, std::vector<device_spec> devices,
   return c;
 }
 
+bool cluster::uniform_links() const {
+  const int n = size();
+  double bw = -1.0, lat = -1.0;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b)
+        continue;
+      if (bw < 0.0) {
+        bw = bandwidth(a, b);
+        lat = latency(a, b);
+      } else if (bandwidth(a, b) != bw || latency(a, b) != lat) {
+        return false;
+      }
+    }
+  return true;
+}
+
 double cluster::compressed_ratio(traffic t) const {
   switch (t) {
     case traffic::activations:

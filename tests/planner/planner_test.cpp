@@ -213,6 +213,53 @@ TEST_CASE("asteroid splits a model that fits no single device", "[planner]") {
   CHECK_THROWS_AS(make_planner("dp-even")->make_plan(p, c, 8), planner_error);
 }
 
+TEST_CASE("cluster::uniform_links says whether any link differs in bandwidth or latency",
+          "[planner]") {
+  auto c = cluster::uniform("c", {test::device("a", 1, 1 << 30), test::device("b", 2, 1 << 30),
+                                  test::device("c", 1, 1 << 30)},
+                            1e8, 1e-3);
+  CHECK(c.uniform_links());
+  c.bandwidth_Bps[2][1] /= 2;
+  CHECK_FALSE(c.uniform_links());
+  c.bandwidth_Bps[2][1] *= 2;
+  c.latency_s[0][2] = 2e-3;
+  CHECK_FALSE(c.uniform_links());
+  // The diagonal is no link.
+  c.latency_s[0][2] = 1e-3;
+  c.bandwidth_Bps[1][1] = 1;
+  CHECK(c.uniform_links());
+}
+
+TEST_CASE("asteroid takes the fewest micro-batches among plans of one price", "[planner]") {
+  // One device far faster than the other, times linear in the samples: the
+  // fast device alone costs M x (f + b) of B / M samples = B x (f + b) for
+  // every M, equal up to rounding. Each micro-batch costs the runtime
+  // messages and per-pass overhead the model leaves out, so Asteroid must
+  // not split the batch on a rounding error; it takes the on-device plan.
+  int split = 0, cases = 0;
+  for (double f : {1e-3, 1.3e-3, 2.7e-3, 3.1e-3, 7.7e-3, 1.1e-2}) {
+    model_profile p;
+    p.model = "linear";
+    p.layers.push_back(test::linear_layer("a", f, 2 * f, 100, 1'000));
+    p.layers.push_back(test::linear_layer("b", f / 3, f, 100, 1'000));
+    auto c = cluster::uniform(
+      "c", {test::device("fast", 9.7, 1 << 30), test::device("slow", 0.1, 1 << 30)}, 1e6);
+    for (int64_t batch : {24, 32, 48}) {
+      auto as = make_planner("asteroid")->make_plan(p, c, batch);
+      auto od = make_planner("on-device")->make_plan(p, c, batch);
+      INFO("f " << f << ", batch " << batch << ": asteroid " << as.micro_batches
+                << " micro-batches on " << as.num_devices() << " device(s), "
+                << as.predicted_round_s << " s");
+      REQUIRE(as.num_devices() == 1);
+      CHECK(as.predicted_round_s == Approx(od.predicted_round_s).epsilon(1e-9));
+      split += as.micro_batches != 1;
+      ++cases;
+    }
+  }
+  CHECK(cases == 18);
+  CHECK(split == 0);
+}
+
 TEST_CASE("asteroid refuses up front a cluster too large to plan in reasonable "
           "time, naming the estimate", "[planner]") {
   model_profile profile;

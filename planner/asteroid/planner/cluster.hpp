@@ -97,6 +97,10 @@ struct cluster {
     return bandwidth(from, to) / wire_ratio(from, to, t);
   }
 
+  /// True when every link between two distinct devices has one bandwidth and
+  /// one latency: devices of one speed and budget are then interchangeable.
+  bool uniform_links() const;
+
   /// Builds the full matrices from one uniform link rate (bits per second).
   static cluster uniform(std::string name, std::vector<device_spec> devices,
                          double link_bps, double latency_s = 0.0);
