@@ -72,11 +72,32 @@ std::string join(const std::vector<double>& v, const char* sep) {
   return s;
 }
 
-/// What a run executes: stages, devices, shares, micro-batches.
-json layout_of(const planner::plan& p) {
+/// What a run executes: stages, devices, shares, micro-batches. On uniform
+/// links, devices of one speed and budget are interchangeable (identical
+/// emulated nodes): each is named by its class and the order in which the
+/// plan first uses a device of that class, so that the same plan on another
+/// of three identical Jetson NX counts as the same plan.
+json layout_of(const planner::plan& p, const planner::cluster& c) {
   json j = p;
   j.erase("planner");
   j.erase("predicted");
+  if (!c.uniform_links())
+    return j;
+  std::map<int, std::string> name;
+  std::map<std::pair<double, int64_t>, int> used_of_class;
+  for (auto& st : j["stages"])
+    for (auto& d : st["devices"]) {
+      const int device = d.get<int>();
+      auto it = name.find(device);
+      if (it == name.end()) {
+        const auto& spec = c.devices.at(static_cast<size_t>(device));
+        const int k = used_of_class[{spec.speed, spec.memory_bytes}]++;
+        it = name.emplace(device, std::to_string(spec.speed) + "/"
+                                    + std::to_string(spec.memory_bytes) + "#"
+                                    + std::to_string(k)).first;
+      }
+      d = it->second;
+    }
   return j;
 }
 
@@ -543,7 +564,7 @@ int main(int argc, char** argv) {
           r.micro_batches = r.plan.micro_batches;
           r.predicted = r.plan.predicted_samples_per_s;
           r.simulated = r.plan.simulated_samples_per_s;
-          r.layout = layout_of(r.plan);
+          r.layout = layout_of(r.plan, cm);
           // Two planners that chose the same plan run the same job: it is
           // measured once, so that run-to-run noise cannot rank a plan
           // against itself.
