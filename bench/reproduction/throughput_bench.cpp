@@ -51,9 +51,9 @@ struct row {
   double co_location = 1; ///< the cluster's co_location_slowdown the planners saw
   int stages = 0, micro_batches = 0, devices = 0;
   /// samples/s in emulated time; measured = best run. `simulated` is the
-  /// plan's prediction (its 1F1B schedule simulated on the cost model's step
-  /// times, `plan::simulated_samples_per_s`), `predicted` the closed form the
-  /// planners rank by (`plan::predicted_samples_per_s`).
+  /// plan's prediction (its 1F1B schedule simulated, boundaries priced as
+  /// the runtime sends them: `plan::simulated_samples_per_s`), `predicted`
+  /// the closed form the planners rank by (`plan::predicted_samples_per_s`).
   double predicted = 0, simulated = 0, measured = 0;
   std::vector<double> runs;           ///< every run's samples/s, in order
   std::string error;                  ///< infeasible / failed run

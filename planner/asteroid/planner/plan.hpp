@@ -33,10 +33,12 @@ struct plan {
   /// latency (`round_latency`), which the planners optimise.
   double predicted_round_s = 0.0;
   double predicted_samples_per_s = 0.0;
-  /// The plan's 1F1B instruction streams simulated on the same step times
-  /// (`simulate`, the cluster's link model): what the closed form
-  /// approximates, closer to a run where a pipeline has few micro-batches
-  /// (docs/planner.md, "Two predictions"). 0 when unknown.
+  /// The plan's 1F1B instruction streams simulated on the same compute and
+  /// all-reduce times (`simulate`, the cluster's link model), each stage
+  /// boundary priced as the runtime sends it (`boundary_pricing::pieces`):
+  /// closer to a run than the closed form where a pipeline has few
+  /// micro-batches or groups on both sides of a boundary (docs/planner.md,
+  /// "Two predictions"). 0 when unknown.
   double simulated_round_s = 0.0;
   double simulated_samples_per_s = 0.0;
   /// Predicted peak memory, indexed by cluster device (0 for unused ones).
