@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <random>
 
 #include "asteroid/planner/cost_model.hpp"

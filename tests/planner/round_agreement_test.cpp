@@ -284,4 +284,6 @@ TEST_CASE("the closed form is an upper bound of the simulated 1F1B round with fu
   // One micro-batch has no overlap to model: the round is the trip.
   CHECK(exact_one == ones);
   CHECK(exact >= cases / 4);
+  // The window term's overcharge is largest where few micro-batches pass.
+  CHECK(worst_few > worst_many);
 }
