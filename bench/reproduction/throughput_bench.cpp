@@ -588,16 +588,16 @@ int main(int argc, char** argv) {
           run(r, 1);
           rows.push_back(r);
         }
-      std::map<std::string, double> best_predicted; // per model, of the plans that ran
+      std::map<std::string, double> best_simulated; // per model, of the plans that ran
       for (size_t i = env_first; i < rows.size(); ++i)
         if (rows[i].error.empty())
-          best_predicted[rows[i].model] = std::max(best_predicted[rows[i].model],
+          best_simulated[rows[i].model] = std::max(best_simulated[rows[i].model],
                                                    rows[i].simulated);
       for (int round = 2; round <= repeats; ++round)
         for (size_t i = env_first; i < rows.size(); ++i) {
           auto& r = rows[i];
           if (r.error.empty() && r.same_as.empty()
-              && r.simulated >= contender * best_predicted[r.model])
+              && r.simulated >= contender * best_simulated[r.model])
             run(r, round);
         }
       for (size_t i = env_first; i < rows.size(); ++i)

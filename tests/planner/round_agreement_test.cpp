@@ -48,8 +48,7 @@ TEST_CASE("full-duplex links: a link-bound pipeline is paced by its larger direc
           "its round trip, as the simulation of full-duplex links says", "[planner][cost]") {
   // Two stages of F 1, B 1 and a link of 3 s each way, M = 8. Half duplex
   // the link is busy 6 s a micro-batch: T = SFB 10 + 7 x 6 = 52 (simulated:
-  // 50). Full duplex
-  // each direction is busy 3 s, and the period is stage 0's round trip
+  // 50). Full duplex each direction is busy 3 s, and the period is stage 0's round trip
   // over its two micro-batches: (1 + 3 + 1 + 1 + 3 + 1) / 2 = 5 s, so
   // T = 10 + 7 x 5 = 45 (simulated 43, the same 2 s of drain): 4.7 %
   // pessimistic, where pricing the link half duplex would be 21 %.

@@ -141,7 +141,8 @@ struct job_spec {
   /// Ethernet), so a stage boundary is priced at the larger of its
   /// activations and gradients per micro-batch, not their sum
   /// (planner::cluster::full_duplex_links); false, the default, suits a
-  /// shared Wi-Fi medium and never prices a plan faster than true does.
+  /// shared Wi-Fi medium and never prices a plan faster than full-duplex
+  /// pricing does.
   bool full_duplex_links = false;
   /// Planner mode: where each node's speed comes from. "reported": the
   /// profiled device's speed scaled by the nodes' emulated slowdowns;
