@@ -337,9 +337,14 @@ loss=${loss:-0}
 # time dilation must be at least 1 / its slowdown.
 min_dilation=1
 if [[ $speeds == absolute ]]; then
+  # The job's model options (its input size) are what its nodes compute: this machine is measured
+  # on them, and `asteroid devices` refuses them where they contradict the input of a catalog
+  # figure (ResNet-50's are for 3x224x224). Without a job, the catalog figures' input.
+  speed_options=()
   if [[ -n $job ]]; then
     [[ -n $speed_model ]] || speed_model=$(jq -r '.model // empty' "$job" 2>/dev/null || true)
     [[ -n $speed_batch ]] || speed_batch=$(jq -r '.batch_size // empty' "$job" 2>/dev/null || true)
+    speed_options=(--model-options "$(jq -c '.model_options // {}' "$job" 2>/dev/null || echo '{}')")
   fi
   [[ -n $speed_model ]] || die "--speeds absolute needs --model (or a --job file with \"model\")"
   speed_batch=${speed_batch:-32}
@@ -348,7 +353,7 @@ if [[ $speeds == absolute ]]; then
   log "measuring this machine's time per sample of $speed_model at batch $speed_batch" \
       "($threads thread(s), cached after the first time)"
   speeds_json=$("$exe" --log-level warn devices --cluster "$cluster" --model "$speed_model" \
-                  --batch "$speed_batch" --threads "$threads" --json) \
+                  "${speed_options[@]}" --batch "$speed_batch" --threads "$threads" --json) \
     || die "cannot give the devices of $cluster absolute speeds for $speed_model (above)"
   mapfile -t absolute < <(jq -r '.devices[].speed' <<<"$speeds_json")
   (( ${#absolute[@]} == n )) || die "asteroid devices gave ${#absolute[@]} speeds for $n devices"

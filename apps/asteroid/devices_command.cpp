@@ -26,16 +26,58 @@ struct devices_args {
   std::string cluster_path;
   std::string model;
   std::string profile_path;
+  std::string model_options;
   int64_t batch = 32;
   int threads = 1;
   bool json = false;
 };
 
-/// This machine's seconds per sample of `a.model` (forward and backward of a
-/// batch of `a.batch`, per sample) from `a.profile_path` or measured here.
-double host_seconds_per_sample(const devices_args& a) {
+nlohmann::json parse_options(const std::string& text, const std::string& what) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (j.is_object())
+      return j;
+  } catch (const nlohmann::json::exception&) {
+  }
+  throw std::invalid_argument(what + " '" + text + "' is not a JSON object");
+}
+
+/// The model options this machine is measured with: --model-options, else
+/// the input of the catalog's times. A device timed by its catalog type must
+/// be compared with this machine on the input those times are for (a
+/// 224x224 ResNet-50 time against a 32x32 measurement would slow it by the
+/// inputs' ratio), so options that contradict that input are refused.
+nlohmann::json measured_options(const devices_args& a, const planner::cluster& c) {
+  const auto catalog_text = planner::catalog_model_options(a.model);
+  auto catalog = catalog_text.empty() ? nlohmann::json::object()
+                                      : parse_options(catalog_text, "catalog options");
+  if (a.model_options.empty())
+    return catalog;
+  auto given = parse_options(a.model_options, "--model-options");
+  for (const auto& d : c.devices) {
+    auto own = d;
+    own.type.clear(); // its own figure only
+    if (planner::seconds_per_sample(own, a.model) > 0)
+      continue;
+    for (const auto& [key, value] : catalog.items())
+      if (!given.contains(key) || given[key] != value)
+        throw std::invalid_argument(
+          "device " + d.name + " takes its time per sample of " + a.model + " from the "
+          + d.type + " catalog entry, which is for the model options " + catalog.dump()
+          + "; --model-options " + given.dump() + " differ in \"" + key
+          + "\" (measure on that input, or give the device its own "
+            "\"seconds_per_sample\" in the cluster file)");
+  }
+  return given;
+}
+
+/// This machine's seconds per sample of `a.model` with `options` (forward and
+/// backward of a batch of `a.batch`, per sample) from `a.profile_path` or
+/// measured here.
+double host_seconds_per_sample(const devices_args& a, const nlohmann::json& options) {
   profile_source source;
   source.model = a.model;
+  source.model_options = options.empty() ? std::string() : options.dump();
   source.profile_path = a.profile_path;
   source.measure = a.profile_path.empty(); // never the analytic estimates
   source.batch_sizes = std::to_string(a.batch);
@@ -56,7 +98,10 @@ void print_catalog(bool json) {
   for (const auto& t : planner::device_catalog()) {
     nlohmann::json per_model = nlohmann::json::object();
     for (const auto& [m, s] : t.seconds_per_sample)
-      per_model[m] = {{"seconds", s}, {"source", t.seconds_per_sample_source.at(m)}};
+      per_model[m] = {{"seconds", s},
+                      {"source", t.seconds_per_sample_source.at(m)},
+                      {"model_options", parse_options(planner::catalog_model_options(m),
+                                                      "catalog options")}};
     out.push_back({{"type", t.type},
                    {"description", t.description},
                    {"speed", t.speed},
@@ -75,8 +120,8 @@ void print_catalog(bool json) {
                 t["speed_is_assumption"].get<bool>() ? " (ASSUMPTION)" : "",
                 planner::format_bytes(t["memory_bytes"].get<int64_t>()).c_str());
     for (const auto& [m, v] : t["seconds_per_sample"].items())
-      std::printf("  %s: %.1f ms per sample (%s)\n", m.c_str(),
-                  1e3 * v["seconds"].get<double>(),
+      std::printf("  %s: %.1f ms per sample on %s (%s)\n", m.c_str(),
+                  1e3 * v["seconds"].get<double>(), v["model_options"].dump().c_str(),
                   v["source"].get<std::string>().c_str());
   }
 }
@@ -84,11 +129,14 @@ void print_catalog(bool json) {
 void print_cluster(const devices_args& a) {
   auto c = planner::load_cluster_file(a.cluster_path);
   double host_s = 0;
+  nlohmann::json options = nlohmann::json::object();
   if (!a.model.empty()) {
-    // A device without a figure for the model is refused before this
-    // machine is measured (a minute for a large model).
+    // A device without a figure for the model, or options that contradict
+    // the figures' input, are refused before this machine is measured (a
+    // minute for a large model).
     planner::absolute_speeds(c, a.model, 1.0);
-    host_s = host_seconds_per_sample(a);
+    options = measured_options(a, c);
+    host_s = host_seconds_per_sample(a, options);
     c = planner::absolute_speeds(c, a.model, host_s);
   }
   nlohmann::json devices = nlohmann::json::array();
@@ -105,6 +153,7 @@ void print_cluster(const devices_args& a) {
     nlohmann::json out{{"cluster", a.cluster_path}, {"devices", devices}};
     if (!a.model.empty()) {
       out["model"] = a.model;
+      out["model_options"] = options;
       out["batch"] = a.batch;
       out["host_seconds_per_sample"] = host_s;
       out["speed_relative_to"] = "this machine";
@@ -115,9 +164,10 @@ void print_cluster(const devices_args& a) {
     return;
   }
   if (!a.model.empty())
-    std::printf("%s: this machine %.2f ms per sample (batch %lld); speeds relative "
-                "to this machine\n",
-                a.model.c_str(), 1e3 * host_s, static_cast<long long>(a.batch));
+    std::printf("%s (model options %s): this machine %.2f ms per sample (batch %lld); "
+                "speeds relative to this machine\n",
+                a.model.c_str(), options.dump().c_str(), 1e3 * host_s,
+                static_cast<long long>(a.batch));
   else
     std::printf("speeds relative to jetson-nano\n");
   for (const auto& d : devices) {
@@ -147,6 +197,11 @@ void add_devices_command(CLI::App& app) {
   cmd->add_option("--profile", a->profile_path,
                   "Profile of --model on this machine (asteroid profile) instead of "
                   "measuring it");
+  cmd->add_option("--model-options", a->model_options,
+                  "Zoo model options (JSON) this machine is measured with, e.g. the job's; "
+                  "default: the input of the catalog's times (asteroid devices lists them; "
+                  "ResNet-50 at 3x224x224, 100 classes), and options contradicting that "
+                  "input are refused for a device timed by its catalog type");
   cmd->add_option("--batch,-b", a->batch, "Batch size this machine's time per sample is taken at")
     ->check(positive_finite())
     ->capture_default_str();
@@ -157,12 +212,12 @@ void add_devices_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON instead of text");
   cmd->callback([a] {
     if (a->cluster_path.empty()) {
-      if (!a->model.empty() || !a->profile_path.empty())
-        throw CLI::ValidationError("--model and --profile need --cluster");
+      if (!a->model.empty() || !a->profile_path.empty() || !a->model_options.empty())
+        throw CLI::ValidationError("--model, --model-options and --profile need --cluster");
       return print_catalog(a->json);
     }
-    if (!a->profile_path.empty() && a->model.empty())
-      throw CLI::ValidationError("--profile needs --model");
+    if ((!a->profile_path.empty() || !a->model_options.empty()) && a->model.empty())
+      throw CLI::ValidationError("--profile and --model-options need --model");
     print_cluster(*a);
   });
 }

@@ -5,6 +5,7 @@
 #include "asteroid/planner/analytic_profiles.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/pipedream_graph.hpp"
+#include "asteroid/training/model_options_json.hpp"
 #include "asteroid/training/profiler.hpp"
 
 #include <spdlog/spdlog.h>
@@ -51,13 +52,17 @@ std::filesystem::path cache_dir() {
   return {};
 }
 
-// A profile is only valid for the machine and thread count it was taken on.
-std::string cache_key(const std::string& model, const std::string& sizes) {
+// A profile is only valid for the machine, thread count and model options
+// (an input size) it was taken with.
+std::string cache_key(const std::string& model, const std::string& sizes,
+                      const nlohmann::json& options) {
   char host[256] = "unknown-host";
   gethostname(host, sizeof(host) - 1);
   std::ostringstream key;
-  key << model << "_b" << sizes << "_t" << torch::get_num_threads() << "_"
-      << host << ".json";
+  key << model << "_b" << sizes << "_t" << torch::get_num_threads();
+  if (!options.empty())
+    key << "_o" << std::hex << std::hash<std::string>{}(options.dump()) << std::dec;
+  key << "_" << host << ".json";
   auto name = key.str();
   std::replace(name.begin(), name.end(), ',', '-');
   std::replace(name.begin(), name.end(), '/', '_');
@@ -138,13 +143,25 @@ planner::model_profile profile_source::resolve() const {
     return planner::analytic_profile(model);
   training::profiler_options o;
   o.batch_sizes = parse_batch_sizes(batch_sizes);
+  nlohmann::json options = nlohmann::json::object();
+  if (!model_options.empty()) {
+    try {
+      options = nlohmann::json::parse(model_options);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument("model options '" + model_options
+                                  + "' are not JSON: " + e.what());
+    }
+    if (!options.is_object())
+      throw std::invalid_argument("model options '" + model_options
+                                  + "' are not a JSON object");
+  }
   auto dir = cache_dir();
-  auto cached = dir.empty() ? dir : dir / cache_key(model, batch_sizes);
+  auto cached = dir.empty() ? dir : dir / cache_key(model, batch_sizes, options);
   if (use_cache && !cached.empty() && std::filesystem::exists(cached)) {
     spdlog::info("using cached profile {}", cached.string());
     return planner::load_model_profile_file(cached.string());
   }
-  auto m = models::make_model(model, models::model_options().seed(0));
+  auto m = models::make_model(model, training::model_options_from_json(options).seed(0));
   auto profile = training::profile_model(m, model, o);
   if (!cached.empty()) {
     std::error_code ec;

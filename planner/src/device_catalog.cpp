@@ -16,6 +16,7 @@ constexpr double mobilenetv2_tx2_min = 8.5;
 constexpr double mobilenetv2_nano_min = 22.0;
 constexpr double efficientnet_b1_tx2_min = 11.2;
 constexpr double efficientnet_b1_nano_min = 26.7;
+constexpr double resnet50_tx2_hours = 1.14;
 
 // TX2 vs Nano: geometric mean of the two measured epoch-time ratios
 // (22/8.5 = 2.588, 26.7/11.2 = 2.384) = 2.484.
@@ -37,6 +38,10 @@ double nx_speed() {
 constexpr double cifar10_train_samples = 50000;
 
 double per_sample(double epoch_minutes) { return epoch_minutes * 60.0 / cifar10_train_samples; }
+
+// ASSUMPTION: the paper's ResNet-50 epoch is all of Mini-ImageNet's 60,000
+// images (it does not say how it splits them); as analytic_profiles.cpp.
+constexpr double mini_imagenet_samples = 60000;
 
 std::vector<device_type_info> build_catalog() {
   std::vector<device_type_info> c;
@@ -61,6 +66,12 @@ std::vector<device_type_info> build_catalog() {
       "paper: 8.5 min per CIFAR-10 epoch (50,000 samples)");
   put(tx2, "efficientnetb1", per_sample(efficientnet_b1_tx2_min),
       "paper: 11.2 min per CIFAR-10 epoch (50,000 samples)");
+  put(tx2, "resnet50", resnet50_tx2_hours * 3600.0 / mini_imagenet_samples,
+      "paper: 1.14 h per Mini-ImageNet epoch at 3x224x224 (ASSUMPTION: 60,000 samples)");
+  // The paper gives no Nano time for ResNet-50 ("-"): the catalog's speed
+  // ratio stands in for it.
+  put(nano, "resnet50", tx2.seconds_per_sample.at("resnet50") * tx2.speed / nano.speed,
+      "ASSUMPTION: jetson-tx2's time x (jetson-tx2 speed / jetson-nano speed = 2.484)");
   for (const auto& [model, s] : tx2.seconds_per_sample)
     put(nx, model, s * tx2.speed / nx.speed,
         "ASSUMPTION: jetson-tx2's time / (xavier-nx speed / jetson-tx2 speed = 1.269)");
@@ -84,6 +95,15 @@ double lookup(const std::map<std::string, double>& m, const std::string& model) 
 }
 
 } // namespace
+
+std::string catalog_model_options(const std::string& model) {
+  const auto key = model_key(model);
+  if (key == "mobilenetv2" || key == "efficientnetb1")
+    return R"({"image_size":32,"num_classes":10})";
+  if (key == "resnet50")
+    return R"({"image_size":224,"num_classes":100})";
+  return {};
+}
 
 const std::vector<device_type_info>& device_catalog() {
   static const std::vector<device_type_info> catalog = build_catalog();

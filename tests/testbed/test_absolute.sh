@@ -58,4 +58,15 @@ out=$(bash "$testbed" --exe "$exe" --base-port "$port" --no-netns --speeds absol
         --model cnn --cluster "$tmp/slow.json" -- true 2>&1) || status=$?
 (( status == 1 )) && grep -qE 'device a (\(custom\) )?has no seconds_per_sample for model "cnn"' <<<"$out" \
   || fail "a model without figures: expected status 1 naming device a, got $status: $out"
+# A job whose input contradicts the catalog's figures (ResNet-50's are for 3x224x224) is
+# refused before this machine is measured or a node starts, naming the option.
+cat >"$tmp/resnet50-32.json" <<'JSON'
+{"model": "resnet50", "model_options": {"image_size": 32, "num_classes": 100}, "batch_size": 8}
+JSON
+status=0
+out=$(bash "$testbed" --exe "$exe" --base-port "$port" --no-netns --speeds absolute \
+        --cluster "$root/examples/clusters/env-a-100mbps.json" --job "$tmp/resnet50-32.json" \
+        2>&1) || status=$?
+(( status == 1 )) && grep -q 'jetson-nano catalog entry, which is for the model options {"image_size":224,"num_classes":100}.*differ in "image_size"' <<<"$out" \
+  || fail "a 32x32 ResNet-50 job against the catalog's 224x224 figures: expected status 1 and the message, got $status: $out"
 say "PASS"

@@ -30,12 +30,21 @@ struct device_type_info {
   /// True when `speed` is not derived from a measurement.
   bool speed_is_assumption = false;
   /// Seconds per training sample by model, from the paper's epoch times
-  /// (CIFAR-10: 50,000 samples per epoch) where it reports them; for
-  /// xavier-nx scaled from jetson-tx2 by the catalog speeds (ASSUMPTION).
+  /// (CIFAR-10: 50,000 samples per epoch; Mini-ImageNet: 60,000, an
+  /// ASSUMPTION) where it reports them, on the input `catalog_model_options`
+  /// names; the times it does not report (xavier-nx's, ResNet-50 on
+  /// jetson-nano) scaled from jetson-tx2's by the catalog speeds (ASSUMPTION).
   std::map<std::string, double> seconds_per_sample;
   /// Where each figure of `seconds_per_sample` comes from.
   std::map<std::string, std::string> seconds_per_sample_source;
 };
+
+/// The input the catalog's times per sample of `model` are for, as zoo
+/// model options (JSON text): the paper's datasets, CIFAR-10 (3x32x32, 10
+/// classes) for MobileNetV2 and EfficientNet-B1, Mini-ImageNet (3x224x224,
+/// 100 classes) for ResNet-50; empty for a model the catalog has no time
+/// of. A machine compared with those times must be measured on that input.
+std::string catalog_model_options(const std::string& model);
 
 /// The catalog: jetson-nano, jetson-tx2, xavier-nx.
 const std::vector<device_type_info>& device_catalog();
