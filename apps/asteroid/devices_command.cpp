@@ -8,8 +8,10 @@
 #include "number_checks.hpp"
 #include "profile_source.hpp"
 
+#include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/json_io.hpp"
+#include "asteroid/training/model_options_json.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -42,6 +44,19 @@ nlohmann::json parse_options(const std::string& text, const std::string& what) {
   throw std::invalid_argument(what + " '" + text + "' is not a JSON object");
 }
 
+/// `options` with what they leave out at the zoo's defaults, the input size
+/// read from the model they build (0 stands for its default input).
+nlohmann::json with_defaults(const std::string& model, const nlohmann::json& options) {
+  const auto o = training::model_options_from_json(options);
+  auto full = training::to_json(o);
+  if (full.value("image_size", int64_t{0}) == 0) {
+    const auto shape = models::make_model(model, o)->input_shape();
+    if (shape.size() == 3)
+      full["image_size"] = shape.back();
+  }
+  return full;
+}
+
 /// The model options this machine is measured with: --model-options, else
 /// the input of the catalog's times. A device timed by its catalog type must
 /// be compared with this machine on the input those times are for (a
@@ -54,19 +69,21 @@ nlohmann::json measured_options(const devices_args& a, const planner::cluster& c
   if (a.model_options.empty())
     return catalog;
   auto given = parse_options(a.model_options, "--model-options");
+  const auto effective = with_defaults(a.model, given);
   for (const auto& d : c.devices) {
     auto own = d;
     own.type.clear(); // its own figure only
     if (planner::seconds_per_sample(own, a.model) > 0)
       continue;
     for (const auto& [key, value] : catalog.items())
-      if (!given.contains(key) || given[key] != value)
+      if (!effective.contains(key) || effective[key] != value)
         throw std::invalid_argument(
           "device " + d.name + " takes its time per sample of " + a.model + " from the "
           + d.type + " catalog entry, which is for the model options " + catalog.dump()
-          + "; --model-options " + given.dump() + " differ in \"" + key
-          + "\" (measure on that input, or give the device its own "
-            "\"seconds_per_sample\" in the cluster file)");
+          + "; --model-options " + given.dump() + " differ in \"" + key + "\" ("
+          + (effective.contains(key) ? effective[key].dump() : std::string("none"))
+          + " with the zoo's defaults filled in; measure on that input, or give the device "
+            "its own \"seconds_per_sample\" in the cluster file)");
   }
   return given;
 }
