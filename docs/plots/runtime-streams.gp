@@ -1,14 +1,14 @@
 # gnuplot docs/plots/runtime-streams.gp  (from the repository root)
 set terminal pngcairo size 900,450 font "Sans,10"
 set output "docs/plots/runtime-streams.png"
-set title "runtime\\_bench streams on loopback, 2026-11-27 19:44 UTC (--transfers-only --repeats 5)"
+set title "runtime\\_bench streams on loopback, 2026-11-30, medians of 7 runs (--transfers-only --repeats 5)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set grid ytics
 set yrange [0:*]
 set ylabel "MB/s"
-set key top right
+set key top left
 DATA = "docs/plots/runtime-streams.dat"
 plot DATA using 2:xtic(1) lc rgb "#4c72b0" title "data plane", \
      '' using 3 lc rgb "#8fb0dd" title "TLS data plane", \
