@@ -370,6 +370,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "throughput_bench: --planners: %s\n", e.what());
       return 2;
     }
+  // The benchmark feeds synthetic images: a model that takes anything else
+  // (BERT's token ids) or a misspelt name is refused here, not deep in a job.
+  for (auto& m : split_list(models))
+    try {
+      if (training::build_model(m, model_options_of(m))->input_shape().size() != 3)
+        throw std::invalid_argument(m + " does not take images (channels x height x width); "
+                                        "the benchmark feeds synthetic images only");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "throughput_bench: --models: %s\n", e.what());
+      return 2;
+    }
   // The profiles the plans were made with, for the nodes to compute by.
   std::filesystem::path profile_dir;
   if (compute_time == "profile") {
