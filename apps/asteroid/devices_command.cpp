@@ -96,7 +96,7 @@ nlohmann::json measured_options(const devices_args& a, const planner::cluster& c
 double host_seconds_per_sample(const devices_args& a, const nlohmann::json& options) {
   profile_source source;
   source.model = a.model;
-  source.model_options = options.empty() ? std::string() : options.dump();
+  source.model_options = options;
   source.profile_path = a.profile_path;
   source.measure = a.profile_path.empty(); // never the analytic estimates
   source.batch_sizes = std::to_string(a.batch);

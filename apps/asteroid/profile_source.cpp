@@ -143,25 +143,13 @@ planner::model_profile profile_source::resolve() const {
     return planner::analytic_profile(model);
   training::profiler_options o;
   o.batch_sizes = parse_batch_sizes(batch_sizes);
-  nlohmann::json options = nlohmann::json::object();
-  if (!model_options.empty()) {
-    try {
-      options = nlohmann::json::parse(model_options);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument("model options '" + model_options
-                                  + "' are not JSON: " + e.what());
-    }
-    if (!options.is_object())
-      throw std::invalid_argument("model options '" + model_options
-                                  + "' are not a JSON object");
-  }
   auto dir = cache_dir();
-  auto cached = dir.empty() ? dir : dir / cache_key(model, batch_sizes, options);
+  auto cached = dir.empty() ? dir : dir / cache_key(model, batch_sizes, model_options);
   if (use_cache && !cached.empty() && std::filesystem::exists(cached)) {
     spdlog::info("using cached profile {}", cached.string());
     return planner::load_model_profile_file(cached.string());
   }
-  auto m = models::make_model(model, training::model_options_from_json(options).seed(0));
+  auto m = models::make_model(model, training::model_options_from_json(model_options).seed(0));
   auto profile = training::profile_model(m, model, o);
   if (!cached.empty()) {
     std::error_code ec;

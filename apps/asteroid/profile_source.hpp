@@ -3,6 +3,7 @@
 #include "asteroid/planner/model_profile.hpp"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
@@ -18,9 +19,9 @@ struct profile_source {
   bool measure = false;
   bool use_cache = true;
   std::string batch_sizes = "1,8,32";
-  /// Zoo model options (JSON text) of a measured model, e.g. its input
-  /// size; empty: the zoo's defaults.
-  std::string model_options;
+  /// Zoo model options of a measured model, e.g. its input size; what
+  /// they leave out takes the zoo's defaults.
+  nlohmann::json model_options = nlohmann::json::object();
   /// "auto" (a file whose first line starts with "node" is a PipeDream
   /// graph.txt, anything else an Asteroid profile JSON), "json" or "pipedream".
   std::string profile_format = "auto";
