@@ -12,6 +12,7 @@
 #include "asteroid/actors/node.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/kernels/allocator.hpp"
+#include "asteroid/models/model_options.hpp"
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/error.hpp"
@@ -101,16 +102,50 @@ json layout_of(const planner::plan& p, const planner::cluster& c) {
   return j;
 }
 
+/// Tokens per sample of the models that take token ids (BERT), from
+/// --seq-len; set once in main before any model is built.
+int64_t sequence_length = 512;
+
+/// True when `model` takes token ids (BERT) rather than images.
+bool takes_tokens(const std::string& model) {
+  static std::map<std::string, bool> known;
+  if (auto it = known.find(model); it != known.end())
+    return it->second;
+  auto m = training::build_model(model, json::object());
+  return known[model] = m->input_dtype() == torch::kLong;
+}
+
 /// The model's options: the input of the catalog's times per sample where it
 /// has them (the paper's datasets: CIFAR-10 for MobileNetV2 and
 /// EfficientNet-B1, Mini-ImageNet at 3x224x224 with 100 classes for
 /// ResNet-50), since absolute speeds compare this machine with those times;
-/// CIFAR-10's for any other model.
+/// CIFAR-10's for any other image model; `sequence_length` token ids and
+/// 10 classes for a model that takes tokens.
 json model_options_of(const std::string& model) {
+  if (takes_tokens(model))
+    return {{"num_classes", 10}, {"seq_len", sequence_length}};
   json o = {{"num_classes", 10}, {"in_channels", 3}, {"image_size", 32}};
   if (auto text = planner::catalog_model_options(model); !text.empty())
     o.update(json::parse(text));
   return o;
+}
+
+/// Synthetic samples of `count` in the model's input: images of its
+/// options' size, or token ids of its vocabulary (the model's default).
+std::shared_ptr<data::dataset> synthetic_data(const std::string& model, int64_t count) {
+  const auto o = model_options_of(model);
+  data::dataset_options d;
+  d.count = count;
+  d.num_classes = o.at("num_classes").get<int64_t>();
+  d.seed = 7;
+  if (takes_tokens(model)) {
+    d.length = o.at("seq_len").get<int64_t>();
+    d.vocab = models::model_options{}.vocab_size();
+    return data::make_dataset("synthetic-tokens", d);
+  }
+  const auto side = o.at("image_size").get<int64_t>();
+  d.shape = {o.at("in_channels").get<int64_t>(), side, side};
+  return data::make_dataset("synthetic-images", d);
 }
 
 planner::model_profile profile(const std::string& model, int64_t batch) {
@@ -296,9 +331,15 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   app.add_option("--mbps", rates, "Link rates")->capture_default_str();
   app.add_option("--models", models,
-                 "Zoo image models, on the paper's inputs where the catalog has its times "
-                 "(ResNet-50: 3x224x224, 100 classes), else CIFAR-10's (3x32x32)")
+                 "Zoo models, on the paper's inputs where the catalog has its times "
+                 "(ResNet-50: 3x224x224, 100 classes), else CIFAR-10's (3x32x32) for an image "
+                 "model and --seq-len token ids for one that takes tokens (BERT)")
     ->capture_default_str();
+  app.add_option("--seq-len", sequence_length,
+                 "Token ids per sample of a model that takes tokens (the paper's BERT-small "
+                 "input reads 32x512; 512 tokens as the analytic profile takes it)")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 512));
   app.add_option("--planners", planners, "Plans to run; speedups are Asteroid's over each")
     ->capture_default_str();
   app.add_option("--batch", batch, "Mini-batch size")->capture_default_str();
@@ -370,17 +411,36 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "throughput_bench: --planners: %s\n", e.what());
       return 2;
     }
-  // The benchmark feeds synthetic images: a model that takes anything else
-  // (BERT's token ids) or a misspelt name is refused here, not deep in a job.
+  // The benchmark feeds synthetic images or token ids: a model that takes
+  // anything else or a misspelt name is refused here, not deep in a job.
   for (auto& m : split_list(models))
     try {
-      if (training::build_model(m, model_options_of(m))->input_shape().size() != 3)
-        throw std::invalid_argument(m + " does not take images (channels x height x width); "
-                                        "the benchmark feeds synthetic images only");
+      auto built = training::build_model(m, model_options_of(m));
+      if (!takes_tokens(m) && built->input_shape().size() != 3)
+        throw std::invalid_argument(m + " takes neither images (channels x height x width) "
+                                        "nor token ids; the benchmark feeds only those");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "throughput_bench: --models: %s\n", e.what());
       return 2;
     }
+  // Every environment's cluster file, and with absolute speeds every
+  // device's time per sample of every model, before anything runs: a
+  // misspelt environment or a model without times (the catalog has none
+  // for BERT-small) is refused naming it, not after minutes of profiling.
+  for (auto& env : split_list(envs))
+    for (auto& rate : split_list(rates))
+      try {
+        auto file = planner::load_cluster_file(std::string(ASTEROID_SOURCE_DIR) +
+                                               "/examples/clusters/env-" + env + "-" + rate +
+                                               "mbps.json");
+        if (speeds == "absolute")
+          for (auto& m : split_list(models))
+            planner::absolute_speeds(file, m, 1.0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "throughput_bench: --envs %s --mbps %s: %s\n", env.c_str(),
+                     rate.c_str(), e.what());
+        return 2;
+      }
   // The profiles the plans were made with, for the nodes to compute by.
   std::filesystem::path profile_dir;
   if (compute_time == "profile") {
@@ -392,16 +452,8 @@ int main(int argc, char** argv) {
     profile_dir = tmpl;
   }
   std::map<std::string, std::shared_ptr<data::dataset>> data;
-  for (auto& m : split_list(models)) {
-    data::dataset_options d;
-    d.count = batch * (warmup + steps);
-    const auto o = model_options_of(m);
-    const auto side = o.at("image_size").get<int64_t>();
-    d.shape = {o.at("in_channels").get<int64_t>(), side, side};
-    d.num_classes = o.at("num_classes").get<int64_t>();
-    d.seed = 7;
-    data[m] = data::make_dataset("synthetic-images", d);
-  }
+  for (auto& m : split_list(models))
+    data[m] = synthetic_data(m, batch * (warmup + steps));
   // Relative speeds: one set of nodes per environment serves every model.
   // Absolute speeds depend on the model (this machine's time per sample
   // against the device's), so each model gets nodes of its own.
