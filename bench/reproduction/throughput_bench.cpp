@@ -170,12 +170,31 @@ struct run_settings {
   bool run_ahead = true;
 };
 
-/// Runs `plan` on the cluster; the iteration records of the timed steps.
+/// The step timeout of a run of `plan` at dilation D: five times its
+/// predicted step (the slower of its two predictions) on the wall clock, and
+/// never below the job's default. At the dilations absolute speeds need
+/// (129 for ResNet-50 on B) a slow plan's step outlasts the default: PP's,
+/// 2.1 s emulated, failed there after 120 s.
+int64_t step_timeout_ms(const planner::plan& plan, double dilation) {
+  const int64_t fallback = actors::job_spec{}.step_timeout_ms;
+  double sps = 0;
+  for (double p : {plan.predicted_samples_per_s, plan.simulated_samples_per_s})
+    if (p > 0)
+      sps = sps > 0 ? std::min(sps, p) : p;
+  if (sps <= 0)
+    return fallback;
+  const double step_ms = 1e3 * static_cast<double>(plan.batch_size) / sps * dilation;
+  return std::max(fallback, static_cast<int64_t>(std::ceil(5 * step_ms)));
+}
+
+/// Runs `plan` on the cluster at dilation D; the iteration records of the
+/// timed steps.
 std::vector<json> run_plan(const actors::local_cluster& cluster, const std::string& model,
                            const planner::plan& plan, std::shared_ptr<data::dataset> train,
-                           int64_t warmup, int64_t steps, const std::string& trace_path,
-                           const run_settings& how) {
+                           int64_t warmup, int64_t steps, double dilation,
+                           const std::string& trace_path, const run_settings& how) {
   auto job = bench::emulated_job(model, plan, cluster.endpoints());
+  job.step_timeout_ms = step_timeout_ms(plan, dilation);
   if (!how.profile_path.empty()) {
     job.profile_path = how.profile_path;
     job.compute_time = "profile";
@@ -207,7 +226,8 @@ double measure(const actors::local_cluster& cluster, const std::string& model,
                const std::string& trace_path, const run_settings& how) {
   std::vector<double> sps;
   double busy = 0, overrun = 0;
-  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, trace_path, how)) {
+  for (auto& it : run_plan(cluster, model, plan, train, warmup, steps, dilation, trace_path,
+                            how)) {
     sps.push_back(plan.batch_size * dilation / it["seconds"].get<double>());
     for (auto& rep : it["replicas"]) {
       busy += rep.value("busy_s", 0.0);
@@ -236,7 +256,7 @@ std::vector<double> compute_vs_prediction(const actors::local_cluster& cluster,
     for (size_t i = 0; i < st.device_forward_s.size(); ++i)
       predicted += plan.micro_batches * (st.device_forward_s[i] + st.device_backward_s[i]);
   std::vector<double> ratios;
-  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, "", run_settings{})) {
+  for (auto& it : run_plan(cluster, model, plan, train, 1, 3, dilation, "", run_settings{})) {
     double busy = 0;
     for (auto& rep : it["replicas"])
       busy += rep["busy_s"].get<double>();
