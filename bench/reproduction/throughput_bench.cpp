@@ -714,12 +714,13 @@ int main(int argc, char** argv) {
   std::printf("\nMeasured samples/s in emulated time (predicted: the plan's 1F1B schedule "
               "simulated, error %%); batch %lld, %lld "
               "timed steps after %lld warm-up, synthetic data on the paper's inputs "
-              "(ResNet-50: 3x224x224, else 3x32x32); the fastest of "
+              "(ResNet-50: 3x224x224; models that take tokens: %lld token ids; else "
+              "3x32x32); the fastest of "
               "%d runs for plans predicted at least %.2f of their row's best (marked *), "
               "one run for the others; %s device speeds, compute time %s\n\n",
               static_cast<long long>(batch), static_cast<long long>(steps),
-              static_cast<long long>(warmup), repeats, contender, speeds.c_str(),
-              compute_time.c_str());
+              static_cast<long long>(warmup), static_cast<long long>(sequence_length), repeats,
+              contender, speeds.c_str(), compute_time.c_str());
   std::printf("| env | Mbps | model | D | co-loc | Asteroid's B / M |");
   for (auto& p : plan_names)
     std::printf(" %s |", p.c_str());
