@@ -59,10 +59,17 @@ bool all_reduce(replica_self* self) {
     compute(self, "FLATTEN", [&] {
       st.ar_buckets = kernels::flatten_into_buckets(st.ar_grads,
                                                     int64_t{1} << 40);
-      std::vector<torch::Tensor> flats;
-      for (auto& b : st.ar_buckets)
-        flats.push_back(b.flat);
-      st.ar_flat = flats.size() == 1 ? flats[0].clone() : torch::cat(flats);
+      // One bucket (one dtype: the usual case) is reduced in place: a copy
+      // of it doubled the gradients' memory and page faults every step
+      // (230 MB faulted in per step for BERT-small's 28.8 M parameters).
+      if (st.ar_buckets.size() == 1) {
+        st.ar_flat = st.ar_buckets[0].flat;
+      } else {
+        std::vector<torch::Tensor> flats;
+        for (auto& b : st.ar_buckets)
+          flats.push_back(b.flat);
+        st.ar_flat = torch::cat(flats);
+      }
     });
     if (!st.ring_next)
       throw std::runtime_error("no ring successor for the all-reduce");
@@ -100,11 +107,13 @@ bool all_reduce(replica_self* self) {
       send_chunk(self, nk, send_idx);
     }
   }
-  // Copy back into the gradients.
-  int64_t at = 0;
-  for (auto& b : st.ar_buckets) {
-    b.flat.copy_(st.ar_flat.slice(0, at, at + b.flat.numel()));
-    at += b.flat.numel();
+  // Copy back into the gradients (a single bucket already holds the sums).
+  if (st.ar_buckets.size() > 1) {
+    int64_t at = 0;
+    for (auto& b : st.ar_buckets) {
+      b.flat.copy_(st.ar_flat.slice(0, at, at + b.flat.numel()));
+      at += b.flat.numel();
+    }
   }
   kernels::unflatten_from_buckets(st.ar_buckets, st.ar_grads);
   st.ar_buckets.clear();
