@@ -69,11 +69,13 @@ nlohmann::json measured_options(const devices_args& a, const planner::cluster& c
   if (a.model_options.empty())
     return catalog;
   auto given = parse_options(a.model_options, "--model-options");
+  if (catalog.empty())
+    return given; // no catalog figure names an input to hold them against
   nlohmann::json effective; // built once a device needs it (a model build)
   for (const auto& d : c.devices) {
     auto own = d;
     own.type.clear(); // its own figure only
-    if (catalog.empty() || planner::seconds_per_sample(own, a.model) > 0)
+    if (planner::seconds_per_sample(own, a.model) > 0)
       continue;
     if (effective.is_null())
       effective = with_defaults(a.model, given);

@@ -111,7 +111,8 @@ bool takes_tokens(const std::string& model) {
   static std::map<std::string, bool> known;
   if (auto it = known.find(model); it != known.end())
     return it->second;
-  auto m = training::build_model(model, json::object());
+  // Only the first layer constructed: the input's type needs no more.
+  auto m = training::build_model(model, json::object(), models::layer_range{0, 1});
   return known[model] = m->input_dtype() == torch::kLong;
 }
 
@@ -435,7 +436,7 @@ int main(int argc, char** argv) {
   // anything else or a misspelt name is refused here, not deep in a job.
   for (auto& m : split_list(models))
     try {
-      auto built = training::build_model(m, model_options_of(m));
+      auto built = training::build_model(m, model_options_of(m), models::layer_range{0, 1});
       if (!takes_tokens(m) && built->input_shape().size() != 3)
         throw std::invalid_argument(m + " takes neither images (channels x height x width) "
                                         "nor token ids; the benchmark feeds only those");
