@@ -226,6 +226,9 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
                {"kept", kept_},
                {"stage_actors", stage_actors_record_},
                {"in_flight", in_flight},
+               // How stale in_flight may be: passes of the last 2N ms (0:
+               // since each replica's last wait) may not have reached it.
+               {"micro_batch_report_ms", job_.micro_batch_report_ms},
                {"changes", changes}});
   return src.version;
 }

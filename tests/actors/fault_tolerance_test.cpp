@@ -258,7 +258,10 @@ TEST_CASE("a killed device of one stage: the replicas that lost nothing keep "
   // recovery: device 2 died before it could run a pass, so both micro-batches
   // of the interrupted step were still in the pipeline, neither had passed
   // stage 1 (device 2 holds 3 of its 8 rows), and each waited on a forward
-  // pass at stage 0 (if the loss was seen that early) or on device 2's.
+  // pass at stage 0 (if the loss was seen that early, or the replicas had
+  // not reported yet: the record says after how long a wait they report)
+  // or on device 2's.
+  CHECK((*recovered)["micro_batch_report_ms"] == job.micro_batch_report_ms);
   std::set<int> in_flight;
   for (auto& w : (*recovered)["in_flight"]) {
     if (w["step"] != (*recovered)["failed_step"])

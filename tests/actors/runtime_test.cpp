@@ -276,6 +276,7 @@ TEST_CASE("micro-batch actors: every replica reports each pass of each "
   auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
                                               {1, 3, {2}, {4}}}));
   job.max_steps = 12;
+  job.micro_batch_report_ms = 0; // at every wait (the default waits 20 ms)
   auto with = run_in_process(job, 3, train);
   job.micro_batch_actors = false;
   auto without = run_in_process(job, 3, train);
