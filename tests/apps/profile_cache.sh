@@ -15,8 +15,8 @@ fail() { echo "profile_cache.sh: $*" >&2; exit 1; }
 cache=$XDG_CACHE_HOME/profile-cache-test # other tests share $XDG_CACHE_HOME meanwhile
 rm -rf "$cache"
 run() {
-  HOME=/nonexistent-asteroid-home XDG_CACHE_HOME=$cache "$asteroid" devices --cluster "$cluster" --model efficientnet_b1 \
-    --model-options '{}' --batch 1 "$@" 2>&1
+  HOME=/nonexistent-asteroid-home XDG_CACHE_HOME=$cache "$asteroid" devices --cluster "$cluster" \
+    --model efficientnet_b1 --model-options '{}' --batch 1 2>&1
 }
 first=$(run) || fail "first run failed: $first"
 grep -Fq "cached profile in $cache/asteroid/profiles/efficientnet_b1_" <<<"$first" \
