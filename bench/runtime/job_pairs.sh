@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # Runs the README's 4-device job with two asteroid programs in turn (A, B, A, B, ...) and prints
-# each run's samples/s, loss, accuracy and CPU, then both medians and B / A: how
-# docs/benchmarks.md compares the runtime with an older commit on one host whose speed drifts
-# (alternating spreads the drift over both). With --threads-at S, one more run of each is read
-# S seconds in: CPU seconds and voluntary context switches by thread name, over all five
-# processes (/proc/PID/task/*), to see where a difference goes.
+# each run's samples/s, loss, accuracy and CPU, then both medians (samples/s and CPU user +
+# system) and B / A: how docs/benchmarks.md compares the runtime with an older commit on one host
+# whose speed drifts (alternating spreads the drift over both), or one program with two job files
+# (--a-job, --b-job: how docs/runtime.md compares micro-batch report settings). With
+# --threads-at S, one more run of each is read S seconds in: CPU seconds and voluntary context
+# switches by thread name, over all five processes (/proc/PID/task/*), to see where a difference
+# goes.
 #
 #   bench/runtime/job_pairs.sh --a OLD_EXE --a-dir OLD_CHECKOUT --b build/apps/asteroid \
 #       --b-args --no-tls --rounds 5 [--threads-at 30] [--port 27000]
 #
 # Each program runs in its directory (--a-dir / --b-dir, default this checkout) with that
-# directory's examples/jobs/fashion_cnn_4dev.json (or --job FILE for both), so an old commit
-# reads the job file it understands. Nothing else should run meanwhile; a run takes about a
-# minute on the 2-core development machine.
+# directory's examples/jobs/fashion_cnn_4dev.json (or --job FILE for both, --a-job / --b-job
+# FILE for one), so an old commit reads the job file it understands. Nothing else should run
+# meanwhile; a run takes about a minute on the 2-core development machine.
 set -euo pipefail
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-declare -A exe=([a]='' [b]='') dir=([a]=$here [b]=$here) args=([a]='' [b]='')
+declare -A exe=([a]='' [b]='') dir=([a]=$here [b]=$here) args=([a]='' [b]='') jobs=([a]='' [b]='')
 rounds=4 threads_at=0 port=27000 job=''
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -32,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --threads-at) threads_at=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --job) job=$2; shift 2 ;;
+    --a-job|--b-job) who=${1#--}; jobs[${who%-job}]=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "job_pairs: unknown argument $1" >&2; usage ;;
   esac
@@ -48,17 +51,22 @@ if ! [[ $port =~ ^[0-9]+$ ]] || (( port < 1 || port > 65531 )); then
   exit 2
 fi
 [[ -z $job ]] || job=$(realpath "$job")
+for who in a b; do
+  [[ -z ${jobs[$who]} ]] && continue
+  [[ -f ${jobs[$who]} ]] || { echo "job_pairs: --$who-job ${jobs[$who]} is not a file" >&2; exit 2; }
+  jobs[$who]=$(realpath "${jobs[$who]}")
+done
 
 # The job's command line for program $1 (a or b), as an array in `cmd`.
 command_of() {
-  local file=${job:-${dir[$1]}/examples/jobs/fashion_cnn_4dev.json}
+  local file=${jobs[$1]:-${job:-${dir[$1]}/examples/jobs/fashion_cnn_4dev.json}}
   local -a extra
   read -r -a extra <<<"${args[$1]}"
   cmd=("${exe[$1]}" cluster --nodes 4 --base-port "$port" --slowdown "1,1,2,2"
        --memory "2GiB,2GiB,1GiB,1GiB" --job "$file" "${extra[@]}")
 }
 
-declare -a speeds_a speeds_b
+declare -a speeds_a speeds_b cpu_a cpu_b
 for ((round = 1; round <= rounds; ++round)); do
   for who in a b; do
     command_of "$who"
@@ -68,7 +76,8 @@ for ((round = 1; round <= rounds; ++round)); do
     sps=$(grep -o '[0-9.]* samples/s' <<<"$done_line" | head -1 | cut -d' ' -f1)
     read -r _ user sys < <(grep '^cpu ' <<<"$out" | tail -1)
     [[ -n $sps ]] || { echo "job_pairs: round $round, program $who printed no 'job done'" >&2; exit 1; }
-    if [[ $who == a ]]; then speeds_a+=("$sps"); else speeds_b+=("$sps"); fi
+    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.1f", u + s}')
+    if [[ $who == a ]]; then speeds_a+=("$sps") cpu_a+=("$cpu"); else speeds_b+=("$sps") cpu_b+=("$cpu"); fi
     echo "round $round $who $(date -u +%H:%M:%S) $done_line | cpu ${user}+${sys} s"
   done
 done
@@ -76,6 +85,8 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 ma=$(median "${speeds_a[@]}") mb=$(median "${speeds_b[@]}")
 awk -v a="$ma" -v b="$mb" 'BEGIN {printf "medians: a %.1f, b %.1f samples/s, b / a %.3f\n", a, b, b / a}'
+ca=$(median "${cpu_a[@]}") cb=$(median "${cpu_b[@]}")
+awk -v a="$ca" -v b="$cb" 'BEGIN {printf "CPU (user + system) medians: a %.1f, b %.1f s, b / a %.3f\n", a, b, b / a}'
 for ((i = 0; i < rounds; ++i)); do
   awk -v r=$((i + 1)) -v a="${speeds_a[i]}" -v b="${speeds_b[i]}" \
     'BEGIN {printf "pair %d: b / a %.3f\n", r, b / a}'

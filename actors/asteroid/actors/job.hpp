@@ -198,10 +198,11 @@ struct job_spec {
   /// N > 0 (default 20) once a wait has lasted N ms, and when the step
   /// ends; 0 each time its stream waits for a message. Why 20: at every
   /// wait, the README's job sends 18 reports a step to the primary instead
-  /// of 4, and costs 2-4.5 % more CPU than without micro-batch actors (20
-  /// ms: under 1 %, docs/runtime.md, "Micro-batch actors"). The price: a
-  /// recovery that starts within 2N ms of the loss may not yet know the
-  /// last passes (its `in_flight` says which N it ran with).
+  /// of 4; there 20 ms took less CPU in three of four measured sets (0.7-
+  /// 3.9 %) and brought the job from 0.942 to 0.991 of 35ba801's samples/s
+  /// (docs/runtime.md, "Micro-batch actors"). The price: a recovery that
+  /// starts within 2N ms of the loss may not yet know the last passes (its
+  /// `in_flight` says which N it ran with).
   int64_t micro_batch_report_ms = 20;
   /// How activations and gradients cross links (wire_compression.hpp);
   /// uncompressed by default, which is bit-exact.
