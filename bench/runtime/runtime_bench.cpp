@@ -9,6 +9,7 @@
 // 3. the same streams between two testbed devices in network namespaces,
 //    over their veths and bridge, against iperf3 between the same two.
 #include "../measuring_job.hpp"
+#include "raw_tcp_stream.hpp"
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -429,19 +430,22 @@ int main(int argc, char** argv) {
               "process (data plane and CAF, plain TCP and TLS with the cluster's "
               "credentials) and iperf3 (3 s, writes of the tensor size up to iperf3's "
               "1 MiB, one persistent connection; and the stream's bytes, -n, on a fresh "
-              "connection): bandwidth = stream bytes / time until the last echo, "
+              "connection), and raw TCP moving the stream's distinct payloads between two "
+              "threads of this process (1 MiB blocking calls, one persistent connection, "
+              "a fresh buffer per payload): bandwidth = stream bytes / time until the last echo, "
               "fastest of %d interleaved streams per path; goal: data plane >= 0.9 x "
               "iperf3\n\n| size | messages per stream | data plane MB/s | TLS data "
               "plane MB/s | TLS / plain data plane | CAF 0.17 message MB/s | TLS CAF "
               "MB/s | iperf3 MB/s | data plane / iperf3 | CAF / iperf3 | iperf3, the "
-              "stream's bytes, MB/s | data plane / that |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+              "stream's bytes, MB/s | data plane / that | raw TCP, the stream's payloads, "
+              "MB/s | data plane / raw TCP |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
               repeats);
   for (int64_t mib : {1, 16}) {
     auto bytes = mib << 20;
     auto count = stream_count(bytes, stream_mib);
     double dp_bw = 0, tls_dp_bw = 0, caf_bw = 0, tls_caf_bw = 0, anchor_bw = 0,
-           same_bytes_bw = 0;
+           same_bytes_bw = 0, raw_bw = 0;
     for (int r = 0; r < repeats; ++r) {
       actors::link_probe_options lp;
       lp.bytes = bytes;
@@ -462,24 +466,28 @@ int main(int argc, char** argv) {
       // The same bytes as one data-plane stream: a burst against a burst
       // (a 3 s run reads higher than a 64 MiB one on this host).
       auto tn = iperf3_Bps(iperf3_port, bytes, 0, bytes * count);
+      auto raw = bench::raw_tcp_stream_Bps(iperf3_port, bytes, count);
       std::fprintf(stderr, "%lld MiB stream %d: data plane %.1f, TLS data plane %.1f, "
-                           "CAF %.1f, TLS CAF %.1f, iperf3 %.1f, iperf3 -n %.1f MB/s\n",
+                           "CAF %.1f, TLS CAF %.1f, iperf3 %.1f, iperf3 -n %.1f, raw TCP "
+                           "%.1f MB/s\n",
                    static_cast<long long>(mib), r + 1, d / 1e6, td / 1e6, c / 1e6,
-                   tc / 1e6, t / 1e6, tn / 1e6);
+                   tc / 1e6, t / 1e6, tn / 1e6, raw / 1e6);
       dp_bw = std::max(dp_bw, d);
       tls_dp_bw = std::max(tls_dp_bw, td);
       caf_bw = std::max(caf_bw, c);
       tls_caf_bw = std::max(tls_caf_bw, tc);
       anchor_bw = std::max(anchor_bw, t);
       same_bytes_bw = std::max(same_bytes_bw, tn);
+      raw_bw = std::max(raw_bw, raw);
     }
     std::printf("| %lld MiB | %d | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.3f | "
-                "%.3f | %.1f | %.3f |\n",
+                "%.3f | %.1f | %.3f | %.1f | %.3f |\n",
                 static_cast<long long>(mib), count, dp_bw / 1e6, tls_dp_bw / 1e6,
                 dp_bw > 0 ? tls_dp_bw / dp_bw : 0.0, caf_bw / 1e6, tls_caf_bw / 1e6,
                 anchor_bw / 1e6, anchor_bw > 0 ? dp_bw / anchor_bw : 0.0,
                 anchor_bw > 0 ? caf_bw / anchor_bw : 0.0, same_bytes_bw / 1e6,
-                same_bytes_bw > 0 ? dp_bw / same_bytes_bw : 0.0);
+                same_bytes_bw > 0 ? dp_bw / same_bytes_bw : 0.0, raw_bw / 1e6,
+                raw_bw > 0 ? dp_bw / raw_bw : 0.0);
   }
   // Paced links: the same streams between two nodes whose data planes pace
   // what they send to a configured rate (the testbed's loopback fallback;
