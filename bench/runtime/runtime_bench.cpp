@@ -5,7 +5,8 @@
 // 2. streaming tensor-sized messages between two node processes on the data
 //    plane (where replicas send tensors) and in CAF messages, against
 //    iperf3 on the same loopback (a stream over one persistent connection,
-//    the ceiling a data plane can approach);
+//    the ceiling a data plane can approach) and a raw-TCP loop that moves
+//    the stream's own distinct payloads (raw_tcp_stream.hpp);
 // 3. the same streams between two testbed devices in network namespaces,
 //    over their veths and bridge, against iperf3 between the same two.
 #include "../measuring_job.hpp"
