@@ -77,11 +77,14 @@ bool receive_streams(int listener, int64_t bytes, int count) {
 } // namespace
 
 double raw_tcp_stream_Bps(uint16_t port, int64_t bytes, int count) {
+  // errno is cleared before the calls: a connection the receiver closed
+  // (recv returns 0) sets none, and a stale one would name a wrong cause.
   auto fail = [&](const char* what) {
     std::fprintf(stderr, "runtime_bench: raw TCP stream on port %u: %s: %s\n", port, what,
-                 std::strerror(errno));
+                 errno ? std::strerror(errno) : "the receiver closed the connection");
     return 0.0;
   };
+  errno = 0;
   descriptor listener{::socket(AF_INET, SOCK_STREAM, 0)};
   int one = 1;
   auto at = loopback(port);
