@@ -10,6 +10,7 @@ packages=(
   libcaf-dev            # C++ Actor Framework 0.17.6 (core, io, openssl)
   libssl-dev            # OpenSSL: TLS of the data plane, `asteroid keys`
   libasio-dev           # standalone Asio: the data plane's event loop
+  libboost-context-dev  # Boost.Context: the fiber of the supervisor's step driver
   libcereal-dev libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   catch2 libbenchmark-dev
   dataset-fashion-mnist # /usr/share/datasets/fashion-mnist

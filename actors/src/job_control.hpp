@@ -88,9 +88,11 @@ void load_job_data_and_model(job_inputs& in);
 /// load_job_data_and_model, then device handles for `job.nodes`.
 void load_job_inputs(caf::actor_system& sys, job_inputs& in);
 
-/// The step driver's thread: runs the job and sends `front` its outcome.
-void run_supervisor_engine(caf::blocking_actor* self, supervisor_actor front,
-                           std::shared_ptr<job_inputs> in,
-                           std::shared_ptr<job_control> control);
+/// Spawns the step driver: an event-based actor that runs the job
+/// (supervisor.hpp) on its fiber and sends `front` its states, records and
+/// outcome.
+caf::actor spawn_supervisor_engine(caf::actor_system& sys, supervisor_actor front,
+                                   std::shared_ptr<job_inputs> in,
+                                   std::shared_ptr<job_control> control);
 
 } // namespace asteroid::actors::detail

@@ -3,10 +3,13 @@
 /// The step driver of a job's supervisor actor (internal to the actors
 /// component; the program-facing actor is supervisor_actor.hpp): plans,
 /// deploys, drives the steps, detects losses and recovers from them, on the
-/// thread supervisor_engine.cpp gives it. Its members are defined by concern
+/// fiber of the event-based actor supervisor_engine.cpp spawns: where it
+/// waits, it waits in that actor's inbox (fiber_inbox.hpp), so no thread
+/// blocks in a receive. Its members are defined by concern
 /// in supervisor_*.cpp; docs/runtime.md and docs/fault_tolerance.md describe
 /// the behaviour.
 #include "cut_paths.hpp"
+#include "fiber_inbox.hpp"
 #include "job_claim.hpp"
 #include "job_control.hpp"
 #include "unreachable_reports.hpp"
@@ -106,13 +109,15 @@ struct state_source {
 /// recovers from them (docs/runtime.md, docs/fault_tolerance.md).
 class supervisor {
 public:
-  supervisor(caf::actor_system& sys, const job_spec& job,
+  /// `self` is the actor whose fiber runs the supervisor, `inbox` its
+  /// inbox: every wait of the supervisor goes through it.
+  supervisor(caf::event_based_actor* self, fiber_inbox& inbox, const job_spec& job,
              const std::vector<device_actor>& devices,
              models::sequential_model model,
              std::shared_ptr<data::dataset> train,
              std::shared_ptr<data::dataset> test,
              std::shared_ptr<job_control> control)
-    : sys_(sys), self_(sys), job_(job), nodes_(job.nodes), devices_(devices),
+    : sys_(self->system()), self_(self), inbox_(inbox), job_(job), nodes_(job.nodes), devices_(devices),
       model_(std::move(model)), train_(std::move(train)),
       test_(std::move(test)), control_(std::move(control)),
       metrics_(job.metrics_path), progress_(job.progress),
@@ -254,12 +259,6 @@ private:
   template <class... Reply, class Handle, class... Ts>
   caf::message exchange(const Handle& to, milliseconds timeout,
                         const std::string& what, const Ts&... xs);
-  /// Makes the next receive return by `when` at the latest: a wake-up
-  /// message to itself, unless one already comes by then. CAF 0.17's
-  /// blocking receive restarts its `after` timeout whenever a message it
-  /// skips arrives, so a wait bounded by that alone can overrun its
-  /// deadline; every receive of this class handles `caf::tick_atom`.
-  void wake_by(clock::time_point when);
   /// The running replica that can serve stage `st` on device `d` in the
   /// next deployment: one of the same layers on that device, whose node
   /// holds the snapshot it would roll back to.
@@ -441,7 +440,8 @@ private:
   std::string link(const device_actor& from, const std::string& to);
 
   caf::actor_system& sys_;
-  caf::scoped_actor self_;
+  caf::event_based_actor* self_;
+  fiber_inbox& inbox_;
   const job_spec& job_;
   /// "host:port" of each device: the job's nodes, then those added.
   std::vector<std::string> nodes_;
@@ -528,8 +528,6 @@ private:
   std::shared_ptr<data_plane> plane_;
   bool plane_failed_ = false; ///< plane() could not start it: not tried again
   int64_t hb_round_ = 0;
-  /// When the wake-up this engine last sent itself arrives (wake_by).
-  clock::time_point tick_at_{};
   std::set<size_t> faults_fired_;
   std::map<int, clock::time_point> injected_at_;
   std::optional<clock::time_point> last_fault_; ///< last injected fault

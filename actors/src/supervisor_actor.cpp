@@ -1,5 +1,5 @@
 // The supervisor actor: the job's state machine and its program-facing
-// messages (supervisor_actor.hpp); the step driver runs on its own thread
+// messages (supervisor_actor.hpp); the step driver is an actor of its own
 // (supervisor_engine.cpp) and reports back here.
 #include "asteroid/actors/supervisor_actor.hpp"
 
@@ -91,9 +91,8 @@ void track(supervisor_state& st, const json& rec) {
 
 void start_engine(supervisor_self self) {
   auto& st = self->state;
-  st.engine = self->spawn<caf::detached>(detail::run_supervisor_engine,
-                                         supervisor_actor{self}, st.inputs,
-                                         st.control);
+  st.engine = detail::spawn_supervisor_engine(self->system(), supervisor_actor{self},
+                                              st.inputs, st.control);
   self->monitor(st.engine);
 }
 

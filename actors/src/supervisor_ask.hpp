@@ -1,21 +1,23 @@
 #pragma once
 // supervisor::ask and supervisor::await_reply (the step driver's bounded,
 // heartbeat-aware wait for one actor's reply) and supervisor::exchange (the
-// same without the watch), for every file that asks; and wake_by, which
-// bounds every wait of the step driver.
+// same without the watch), for every file that asks. Both wait in the
+// driver's inbox (fiber_inbox.hpp), which bounds every wait by its deadline.
+#include "message_dispatch.hpp"
 #include "supervisor.hpp"
 
 #include <optional>
 
 namespace asteroid::actors::detail {
 
-inline void supervisor::wake_by(clock::time_point when) {
-  auto now = clock::now();
-  if (tick_at_ > now && tick_at_ <= when)
-    return;
-  self_->delayed_send(self_, std::max(when - now, clock::duration::zero()),
-                      caf::tick_atom::value);
-  tick_at_ = when;
+/// Takes `m` into `reply` when it is `from`'s answer made of `Reply` types.
+template <class... Reply>
+bool take_reply(inbox_message& m, const caf::strong_actor_ptr& from,
+                std::optional<caf::message>& reply) {
+  if (m.sender != from || !m.content.template match_elements<Reply...>())
+    return false;
+  reply = std::move(m.content);
+  return true;
 }
 
 template <class... Reply, class Handle, class... Ts>
@@ -56,26 +58,19 @@ caf::message supervisor::await_reply(int d, const Handle& to, milliseconds timeo
     auto wait = std::max(milliseconds(1),
                          std::min(left, std::chrono::duration_cast<milliseconds>(
                                           heartbeats_.next_ping() - now)));
-    if (gone.first < 0) {
-      wake_by(now + wait);
-      self_->receive(
-        [&](caf::down_msg& dm) {
-          auto down = device_down(dm);
-          if (down.first >= 0 && !dead_.count(down.first))
-            gone = down;
-        },
-        [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
-        [&](caf::tick_atom) {},
+    if (gone.first < 0)
+      inbox_.receive_until(now + wait, [&](inbox_message& m) {
         // Anything else waits for the step loop (late reports).
-        caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
-          if (self_->current_sender() != from
-              || !x.content().template match_elements<Reply...>())
-            return caf::skip;
-          reply = x.move_content_to_message();
-          return caf::message{};
-        },
-        caf::after(wait) >> [] {});
-    }
+        return dispatch(
+                 m.content,
+                 [&](caf::down_msg& dm) {
+                   auto down = device_down(dm);
+                   if (down.first >= 0 && !dead_.count(down.first))
+                     gone = down;
+                 },
+                 [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); })
+               || take_reply<Reply...>(m, from, reply);
+      });
     if (gone.first >= 0) {
       // d's device still answers, later (a replica's answer needs no
       // waiting for: the replica is stopped with its deployment).
@@ -105,24 +100,17 @@ caf::message supervisor::exchange(const Handle& to, milliseconds timeout,
     if (now >= deadline)
       throw std::runtime_error(what + ": no answer within "
                                + std::to_string(timeout.count()) + " ms");
-    wake_by(deadline);
-    self_->receive(
-      [&](caf::tick_atom) {},
-      // Anything else waits for the loop it belongs to (heartbeat answers,
-      // down messages, late reports).
-      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
-        if (self_->current_sender() != from)
-          return caf::skip;
-        if (x.content().template match_elements<caf::error>()) {
-          error = sys_.render(x.content().template get_as<caf::error>(0));
-          return caf::message{};
-        }
-        if (!x.content().template match_elements<Reply...>())
-          return caf::skip;
-        reply = x.move_content_to_message();
-        return caf::message{};
-      },
-      caf::after(std::chrono::duration_cast<milliseconds>(deadline - now)) >> [] {});
+    // Anything else waits for the loop it belongs to (heartbeat answers,
+    // down messages, late reports).
+    inbox_.receive_until(deadline, [&](inbox_message& m) {
+      if (m.sender != from)
+        return false;
+      if (m.content.match_elements<caf::error>()) {
+        error = sys_.render(m.content.get_as<caf::error>(0));
+        return true;
+      }
+      return take_reply<Reply...>(m, from, reply);
+    });
   }
   if (!error.empty())
     throw std::runtime_error(what + ": " + error);

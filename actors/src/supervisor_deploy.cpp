@@ -1,5 +1,6 @@
 // Supervisor: links between nodes, deployment of a plan, snapshots and state.
 #include "supervisor.hpp"
+#include "message_dispatch.hpp"
 #include "supervisor_ask.hpp"
 
 #include "asteroid/actors/data_plane.hpp"
@@ -77,28 +78,25 @@ void supervisor::settle_abandoned(int64_t step) {
       spdlog::warn("gave up waiting for replies to interrupted deployments");
       break;
     }
-    wake_by(deadline);
-    self_->receive(
-      [&](caf::tick_atom) {},
-      [&](caf::down_msg& dm) {
-        auto [d, why] = device_down(dm);
-        if (d < 0 || dead_.count(d))
-          return;
-        mark_lost(d, "lost_during_deployment", {{"step", step}, {"reason", why}});
-      },
+    inbox_.receive_until(deadline, [&](inbox_message& m) {
+      if (dispatch(m.content, [&](caf::down_msg& dm) {
+            auto [d, why] = device_down(dm);
+            if (d < 0 || dead_.count(d))
+              return;
+            mark_lost(d, "lost_during_deployment", {{"step", step}, {"reason", why}});
+          }))
+        return true;
       // Replies to fetches (the shape ask() waits for); stage actors
       // settle their own nodes' late deploy replies.
-      caf::others >> [&](caf::message_view& x) -> caf::result<caf::message> {
-        int from = -1;
-        for (auto& [d, n] : abandoned_)
-          if (n > 0 && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
-            from = d;
-        if (from < 0 || !x.content().match_elements<std::string, std::string, int64_t>())
-          return caf::skip;
-        --abandoned_[from];
-        return caf::message{};
-      },
-      caf::after(left) >> [] {});
+      int from = -1;
+      for (auto& [d, n] : abandoned_)
+        if (n > 0 && m.sender == caf::actor_cast<caf::strong_actor_ptr>(devices_[d]))
+          from = d;
+      if (from < 0 || !m.content.match_elements<std::string, std::string, int64_t>())
+        return false;
+      --abandoned_[from];
+      return true;
+    });
   }
   abandoned_.clear();
 }
@@ -119,19 +117,23 @@ state_source supervisor::deploy_surviving(
   // Each loss adds to dead_, so this ends: deployed, or `make` finds too
   // few survivors (or no replica of some layer) and throws.
   for (;;) {
+    // The loss is handled after its catch block: the waits below must not
+    // happen while an exception is being handled (fiber_inbox.hpp).
+    std::optional<std::pair<int, std::string>> lost;
     try {
       auto [next, src] = make();
       deploy(next, src);
       plan_ = next;
       return src;
     } catch (const device_lost& e) {
-      ++generation_; // what the half-deployed replicas still send is stale
-      mark_lost(e.device, "lost_during_deployment",
-                {{"step", step}, {"reason", e.what()}});
-      stop_replicas(); // after mark_lost: no stage actor waits on that device
-      settle_abandoned(step);
-      drain_losses(step);
+      lost.emplace(e.device, e.what());
     }
+    ++generation_; // what the half-deployed replicas still send is stale
+    mark_lost(lost->first, "lost_during_deployment",
+              {{"step", step}, {"reason", lost->second}});
+    stop_replicas(); // after mark_lost: no stage actor waits on that device
+    settle_abandoned(step);
+    drain_losses(step);
   }
 }
 
@@ -166,7 +168,7 @@ void supervisor::claim_nodes() {
     const auto until = clock::now() + patience;
     auto err = claim(devices_[d], who(static_cast<int>(d)));
     while (!err.empty() && clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      inbox_.pause(std::chrono::milliseconds(100));
       err = claim(devices_[d], who(static_cast<int>(d)));
     }
     if (!err.empty()) {
@@ -561,29 +563,28 @@ std::map<int, json> supervisor::inventories() {
                   + " ms");
       break;
     }
-    wake_by(deadline);
-    self_->receive(
-      [&](inventory_atom, int32_t d, std::string& text) {
-        if (!waiting.count(d))
-          return;
-        try {
-          out[d] = json::parse(text);
-          waiting.erase(d);
-        } catch (const json::exception& e) {
-          drop(d, std::string("malformed inventory: ") + e.what());
-        }
-      },
-      [&](caf::down_msg& dm) {
-        for (size_t d = 0; d < devices_.size(); ++d)
-          if (dm.source == devices_[d].address()) {
-            closed_.insert(static_cast<int>(d));
-            drop(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+    inbox_.receive_until(deadline, [&](inbox_message& m) {
+      dispatch(
+        m.content,
+        [&](inventory_atom, int32_t d, std::string& text) {
+          if (!waiting.count(d))
+            return;
+          try {
+            out[d] = json::parse(text);
+            waiting.erase(d);
+          } catch (const json::exception& e) {
+            drop(d, std::string("malformed inventory: ") + e.what());
           }
-      },
-      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
-        return caf::message{};
-      },
-      caf::after(left) >> [] {});
+        },
+        [&](caf::down_msg& dm) {
+          for (size_t d = 0; d < devices_.size(); ++d)
+            if (dm.source == devices_[d].address()) {
+              closed_.insert(static_cast<int>(d));
+              drop(static_cast<int>(d), "connection closed: " + sys_.render(dm.reason));
+            }
+        });
+      return true; // anything else is dropped
+    });
   }
   return out;
 }

@@ -147,7 +147,7 @@ bool supervisor::add_requested(int64_t step) {
     json caps;
     try {
       auto [host, port] = parse_endpoint(endpoint);
-      handle = connect_device(sys_, host, port, timeout);
+      inbox_.run_aside([&] { handle = connect_device(sys_, host, port, timeout); });
       auto text = exchange<std::string>(handle, timeout, "no capabilities", caps_atom::value)
                     .get_as<std::string>(0);
       caps = json::parse(text, nullptr, false);
@@ -180,8 +180,10 @@ bool supervisor::add_requested(int64_t step) {
         try {
           link_probe_options lp;
           lp.timeout = timeout + std::chrono::seconds(5);
-          measured.out[e] = measure_link(sys_, handle, nodes_[e], lp);
-          measured.in[e] = measure_link(sys_, devices_[e], endpoint, lp);
+          inbox_.run_aside([&] {
+            measured.out[e] = measure_link(sys_, handle, nodes_[e], lp);
+            measured.in[e] = measure_link(sys_, devices_[e], endpoint, lp);
+          });
         } catch (const std::exception& x) {
           problem = x.what();
         }

@@ -54,22 +54,39 @@ caf::actor supervisor::micro_batch_reports_to(int64_t step) const {
 }
 
 json supervisor::micro_batches_in_flight() {
-  json out = json::array();
+  // Local actors: each answers at once, or its request fails at once
+  // because it quit after its last backward pass. Requests without a
+  // timeout (a timed request leaves its timeout behind: supervisor.hpp,
+  // exchange); the wait for them is bounded all the same. The answers are
+  // kept apart from this frame: one that came after the wait gave up must
+  // find them still there.
+  struct answers {
+    size_t asked = 0;
+    size_t answered = 0;
+    json found = json::array();
+  };
+  auto a = std::make_shared<answers>();
+  auto* inbox = &inbox_;
   for (auto& [step, actors] : micro_batches_)
-    for (auto& m : actors)
-      // A local actor: it answers at once, or the request fails at once
-      // because the actor quit after its last backward pass. No timeout,
-      // then: a timed request leaves its timeout behind (supervisor.hpp,
-      // exchange).
+    for (auto& m : actors) {
+      ++a->asked;
       self_->request(m, caf::infinite, where_atom::value)
-        .receive(
-          [&](std::string& text) {
-            auto w = json::parse(text);
-            if (!w.value("finished", false))
-              out.push_back(std::move(w));
+        .then(
+          [a, inbox](std::string& text) {
+            ++a->answered;
+            auto w = json::parse(text, nullptr, false);
+            if (!w.is_discarded() && !w.value("finished", false))
+              a->found.push_back(std::move(w));
+            inbox->poke();
           },
-          [&](caf::error&) {});
-  return out;
+          [a, inbox](caf::error&) {
+            ++a->answered;
+            inbox->poke();
+          });
+    }
+  inbox_.wait_until(clock::now() + milliseconds(job_.step_timeout_ms),
+                    [&] { return a->answered == a->asked; });
+  return a->found;
 }
 
 int64_t supervisor::forget_micro_batches(int64_t step) {
@@ -84,10 +101,21 @@ int64_t supervisor::forget_micro_batches(int64_t step) {
   // this request: the count is the step's, not a race's. The relay is a
   // local actor that answers at once (or the request fails at once): no
   // timeout, which would be left behind every step (supervisor.hpp).
-  int64_t relayed = -1;
+  auto relayed = std::make_shared<std::optional<int64_t>>();
+  auto* inbox = &inbox_;
   self_->request(micro_batch_relay_, caf::infinite, release_atom::value, step)
-    .receive([&](int64_t n) { relayed = n; }, [&](caf::error&) {});
-  return relayed;
+    .then(
+      [relayed, inbox](int64_t n) {
+        *relayed = n;
+        inbox->poke();
+      },
+      [relayed, inbox](caf::error&) {
+        *relayed = int64_t{-1};
+        inbox->poke();
+      });
+  inbox_.wait_until(clock::now() + milliseconds(job_.step_timeout_ms),
+                    [&] { return relayed->has_value(); });
+  return relayed->value_or(-1);
 }
 
 void supervisor::stop_micro_batches() {

@@ -73,9 +73,11 @@ const planner::model_profile& supervisor::profile() {
       // A fresh copy: profiling runs forward passes, which would move
       // BatchNorm statistics of the weights we deploy.
       if (job_.profile_node >= 0) {
-        profile_ = profile_on_node(sys_, devices_.at(job_.profile_node),
-                                   job_.model, job_.model_options, popts,
-                                   milliseconds(job_.step_timeout_ms));
+        inbox_.run_aside([&] {
+          profile_ = profile_on_node(sys_, devices_.at(job_.profile_node),
+                                     job_.model, job_.model_options, popts,
+                                     milliseconds(job_.step_timeout_ms));
+        });
       } else {
         auto probe = training::build_model(job_.model, job_.model_options);
         profile_ = training::profile_model(probe, job_.model, popts);
@@ -130,8 +132,11 @@ void supervisor::measure_speeds() {
   for (int round = 0; round < rounds; ++round)
     for (size_t i = 0; i < devices_.size(); ++i) {
       const size_t d = round % 2 == 0 ? i : devices_.size() - 1 - i;
-      auto p = profile_on_node(sys_, devices_[d], job_.model, job_.model_options, popts,
-                               milliseconds(job_.step_timeout_ms));
+      planner::model_profile p;
+      inbox_.run_aside([&] {
+        p = profile_on_node(sys_, devices_[d], job_.model, job_.model_options, popts,
+                            milliseconds(job_.step_timeout_ms));
+      });
       const double t = p.step_time(static_cast<double>(rows));
       if (!(t > 0) || !(reference > 0))
         throw std::runtime_error("timing '" + job_.model + "' on node "

@@ -1,5 +1,6 @@
 // Supervisor: recovery after losses, re-join, drift, checkpoints.
 #include "supervisor.hpp"
+#include "message_dispatch.hpp"
 #include "supervisor_ask.hpp"
 
 #include "asteroid/actors/node.hpp"
@@ -65,26 +66,26 @@ state_source supervisor::resume_state(int64_t total_steps) {
 void supervisor::drain_losses(int64_t step) {
   // Devices often fail together (a switch, a power strip): take every loss
   // already reported before planning around the first one. Everything else
-  // in the mailbox belongs to the generation being replaced.
-  bool more = true;
-  while (more)
-    self_->receive(
-      [&](caf::down_msg& dm) {
-        for (size_t d = 0; d < devices_.size(); ++d)
-          if (dm.source == devices_[d].address() && !dead_.count(static_cast<int>(d))) {
-            dead_.insert(static_cast<int>(d));
-            closed_.insert(static_cast<int>(d));
-            fault_event("detected",
-                        {{"node", name_of(static_cast<int>(d))},
-                         {"step", step},
-                         {"reason", "connection closed: " + sys_.render(dm.reason)}},
-                        static_cast<int>(d));
-          }
-      },
-      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
-        return caf::message{};
-      },
-      caf::after(milliseconds(0)) >> [&] { more = false; });
+  // in the mailbox belongs to the generation being replaced. Synced first:
+  // messages that came while the driver ran are still in the actor's
+  // mailbox, not yet in the inbox.
+  inbox_.sync();
+  while (inbox_.receive_until(clock::now(), [&](inbox_message& m) {
+    dispatch(m.content, [&](caf::down_msg& dm) {
+      for (size_t d = 0; d < devices_.size(); ++d)
+        if (dm.source == devices_[d].address() && !dead_.count(static_cast<int>(d))) {
+          dead_.insert(static_cast<int>(d));
+          closed_.insert(static_cast<int>(d));
+          fault_event("detected",
+                      {{"node", name_of(static_cast<int>(d))},
+                       {"step", step},
+                       {"reason", "connection closed: " + sys_.render(dm.reason)}},
+                      static_cast<int>(d));
+        }
+    });
+    return true;
+  }))
+    continue;
   // Silent devices the heartbeat monitor gave up on while the supervisor
   // waited for another one (supervisor::ask reports one loss at a time).
   for (int d = 0; d < static_cast<int>(devices_.size()); ++d)
@@ -298,7 +299,7 @@ bool supervisor::snapshots_at(int64_t step, state_source& src) {
     }
     if (clock::now() >= deadline)
       return false;
-    std::this_thread::sleep_for(milliseconds(20));
+    inbox_.pause(milliseconds(20));
   }
 }
 
@@ -364,7 +365,7 @@ void supervisor::reconnect_closed() {
     device_actor handle;
     try {
       auto [host, port] = parse_endpoint(nodes_[d]);
-      handle = connect_device(sys_, host, port, milliseconds(300));
+      inbox_.run_aside([&] { handle = connect_device(sys_, host, port, milliseconds(300)); });
     } catch (const std::exception&) {
       continue; // not back yet
     }

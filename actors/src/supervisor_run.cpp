@@ -49,8 +49,9 @@ job_result supervisor::run() {
       && nodes_.size() == devices_.size()) {
     link_probe_options lp;
     lp.timeout = milliseconds(job_.connect_timeout_ms) + std::chrono::seconds(5);
-    links_ = measure_cluster(sys_, devices_, nodes_,
-                             std::max(job_.profile_node, 0), lp);
+    inbox_.run_aside([&] {
+      links_ = measure_cluster(sys_, devices_, nodes_, std::max(job_.profile_node, 0), lp);
+    });
     if (job_.profile_node < 0) // profiled here, at slowdown 1
       for (size_t d = 0; d < devices_.size(); ++d)
         links_->devices[d].speed = 1.0 / caps_[d].value("slowdown", 1.0);

@@ -105,7 +105,7 @@ std::map<int, json> supervisor::await_snapshots(
     }
     if (waiting.empty() || clock::now() >= deadline)
       return out;
-    std::this_thread::sleep_for(milliseconds(20));
+    inbox_.pause(milliseconds(20));
   }
 }
 

@@ -80,7 +80,7 @@ std::map<int, json> supervisor::send_states(
     bytes += static_cast<int64_t>(m.payload.size());
     auto err = make_tcp_channel(plane_, data_endpoint(t.device),
                                 static_cast<uint64_t>(devices_[t.device].id()))
-                 ->send(self_.ptr(), std::move(m));
+                 ->send(self_, std::move(m));
     if (err.empty())
       sent[t.device] = {st.first_layer, st.end_layer};
     else

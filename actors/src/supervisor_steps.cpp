@@ -1,5 +1,6 @@
 // Supervisor: one step (feed, wait, heartbeats, scripted faults) and its metrics.
 #include "supervisor.hpp"
+#include "message_dispatch.hpp"
 #include "supervisor_ask.hpp"
 
 #include "asteroid/actors/link_switch.hpp"
@@ -169,7 +170,7 @@ void supervisor::feed(int64_t step, const data::batch& batch) {
         msg.micro_batch = m;
         auto b0 = m * mbs + at;
         msg.payload = serialization::encode_tensor(source.slice(0, b0, b0 + share));
-        auto dropped = stages_[s][r].feed->send(self_.ptr(), std::move(msg));
+        auto dropped = stages_[s][r].feed->send(self_, std::move(msg));
         if (!dropped.empty())
           spdlog::warn("step {}: {} of micro-batch {} for stage {} replica {} dropped: {}",
                        step, inputs ? "inputs" : "labels", m, s, r, dropped);
@@ -285,47 +286,40 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
         wake = std::min(wake, when);
     auto wait = std::max(milliseconds(1),
                          std::chrono::duration_cast<milliseconds>(wake - now));
-    // Woken by a message of its own, not only by the receive's timeout
-    // (wake_by says why): while a cut node stalled a job of 0.17 s steps, a
-    // 200 ms wait ran 350-640 ms and the node was found silent 1.2-1.6 s
-    // after the cut instead of 0.7 s (testbed.link_cut's job), the skipped
-    // messages then being the `request_timeout`s timed requests left behind.
-    wake_by(wake);
-    self_->receive(
-      [&](done_atom, int64_t s, std::string& text) {
-        auto rep = json::parse(text);
-        if (rep.value("generation", -1) != generation_)
-          return;
-        if (s == step) {
-          reports.push_back(std::move(rep));
-        } else if (s == step + 1 && started_ahead(step + 1)) {
-          // A replica that finished this step early is already through
-          // the next (it needed no one still busy with this one).
-          early_.generation = generation_;
-          early_.step = s;
-          early_.reports.push_back(std::move(rep));
-        }
-      },
-      [&](fail_atom, int32_t gen, std::string& what) {
-        if (gen == generation_)
-          failure = what;
-      },
-      [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
-      [&](caf::tick_atom) {},
-      [&](caf::down_msg& dm) {
-        auto [d, why] = device_down(dm);
-        if (d >= 0)
-          lose(d, why);
-      },
-      [&](unreachable_atom, std::string& endpoint, std::string& why) {
-        hold_unreachable(self_->current_sender(), endpoint, why);
-      },
-      // Late answers and messages of replaced replicas: drop, do not let
-      // them pile up in the mailbox.
-      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
-        return caf::message{};
-      },
-      caf::after(wait) >> [] {});
+    inbox_.receive_until(now + wait, [&](inbox_message& m) {
+      dispatch(
+        m.content,
+        [&](done_atom, int64_t s, std::string& text) {
+          auto rep = json::parse(text);
+          if (rep.value("generation", -1) != generation_)
+            return;
+          if (s == step) {
+            reports.push_back(std::move(rep));
+          } else if (s == step + 1 && started_ahead(step + 1)) {
+            // A replica that finished this step early is already through
+            // the next (it needed no one still busy with this one).
+            early_.generation = generation_;
+            early_.step = s;
+            early_.reports.push_back(std::move(rep));
+          }
+        },
+        [&](fail_atom, int32_t gen, std::string& what) {
+          if (gen == generation_)
+            failure = what;
+        },
+        [&](heartbeat_atom, int64_t seq) { heartbeat_answered(seq); },
+        [&](caf::down_msg& dm) {
+          auto [d, why] = device_down(dm);
+          if (d >= 0)
+            lose(d, why);
+        },
+        [&](unreachable_atom, std::string& endpoint, std::string& why) {
+          hold_unreachable(m.sender, endpoint, why);
+        });
+      // Late answers and messages of replaced replicas: dropped, not left
+      // to pile up.
+      return true;
+    });
   }
   if (!failure.empty())
     throw std::runtime_error(failure);
@@ -448,7 +442,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            // Messages waiting in the step driver's mailbox (skipped ones
            // included): stays small unless something leaves messages no
            // receive takes (supervisor.hpp, exchange).
-           {"supervisor_mailbox", static_cast<int64_t>(self_->mailbox().size())}};
+           {"supervisor_mailbox", static_cast<int64_t>(self_->mailbox().size() + inbox_.held())}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);
   result_.last_loss = loss;
