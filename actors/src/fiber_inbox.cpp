@@ -16,6 +16,7 @@ namespace {
 using inbox_wake_atom = caf::atom_constant<caf::atom("ast_iwake")>;
 using inbox_sync_atom = caf::atom_constant<caf::atom("ast_isync")>;
 using inbox_aside_atom = caf::atom_constant<caf::atom("ast_iaside")>;
+using inbox_start_atom = caf::atom_constant<caf::atom("ast_istart")>;
 
 /// What run_aside's helper shares with the fiber.
 struct aside_work {
@@ -58,6 +59,23 @@ fiber_inbox::~fiber_inbox() {
                   "waited; its fiber is left as it is");
     new boost::context::fiber(std::move(fiber_));
   }
+}
+
+caf::behavior fiber_inbox::behavior() {
+  self_->set_default_handler(
+    [this](caf::scheduled_actor* s, caf::message_view& x) -> caf::result<caf::message> {
+      deliver(s->current_sender(), x.move_content_to_message());
+      return caf::message{};
+    });
+  self_->set_down_handler(
+    [this](caf::down_msg& dm) { deliver(nullptr, caf::make_message(std::move(dm))); });
+  self_->set_error_handler([this](caf::error& e) {
+    deliver(self_->current_sender(), caf::make_message(std::move(e)));
+  });
+  self_->send(self_, inbox_start_atom::value);
+  return {
+    [this](inbox_start_atom) { start(); },
+  };
 }
 
 void fiber_inbox::start() {

@@ -59,6 +59,10 @@ public:
 
   // -- the actor's side --
 
+  /// The owning actor's behavior: routes every message, down and error
+  /// messages included, to deliver(), and starts the fiber with the first
+  /// message the actor handles (one it sends itself here).
+  caf::behavior behavior();
   /// Runs the fiber until it first waits (or ends).
   void start();
   /// A message for the fiber; resumes it when it waits.

@@ -11,8 +11,6 @@ namespace asteroid::actors::detail {
 
 namespace {
 
-using engine_start_atom = caf::atom_constant<caf::atom("ast_estart")>;
-
 struct engine_state {
   std::unique_ptr<fiber_inbox> inbox;
   static inline const char* name = "asteroid.step_driver";
@@ -61,28 +59,11 @@ caf::behavior engine_fun(engine_self self, supervisor_actor front,
   };
   self->state.inbox = std::make_unique<fiber_inbox>(
     self, [self, front, in, control] { drive(self, front, *in, control); });
-  // Every message, down and error messages included, goes to the driver's
-  // inbox: what the driver does not wait for is held or dropped there.
-  self->set_default_handler(
-    [](caf::scheduled_actor* s, caf::message_view& x) -> caf::result<caf::message> {
-      auto* me = static_cast<engine_self>(s);
-      me->state.inbox->deliver(me->current_sender(), x.move_content_to_message());
-      return caf::message{};
-    });
-  self->set_down_handler([self](caf::down_msg& dm) {
-    self->state.inbox->deliver(nullptr, caf::make_message(std::move(dm)));
-  });
-  self->set_error_handler([self](caf::error& e) {
-    self->state.inbox->deliver(self->current_sender(), caf::make_message(std::move(e)));
-  });
-  // The job ends at its next step boundary instead (the supervisor actor
-  // does the same when it goes away): quitting now would leave its
-  // replicas running on the nodes.
+  // An exit message ends the job at its next step boundary instead (the
+  // supervisor actor does the same when it goes away): quitting now would
+  // leave its replicas running on the nodes.
   self->set_exit_handler([control](caf::exit_msg&) { control->stop_requested = true; });
-  self->send(self, engine_start_atom::value);
-  return {
-    [self](engine_start_atom) { self->state.inbox->start(); },
-  };
+  return self->state.inbox->behavior();
 }
 
 } // namespace
