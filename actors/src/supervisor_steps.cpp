@@ -439,9 +439,9 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"micro_batch_messages", micro_batch_messages},
            {"micro_batch_relayed", micro_batch_relayed_},
            {"started_ahead", started_ahead},
-           // Messages waiting in the step driver's mailbox (skipped ones
-           // included): stays small unless something leaves messages no
-           // receive takes (supervisor.hpp, exchange).
+           // Messages waiting for the step driver, in its actor's mailbox
+           // and held in its inbox: stays small unless something leaves
+           // messages no wait takes (supervisor.hpp, exchange).
            {"supervisor_mailbox", static_cast<int64_t>(self_->mailbox().size() + inbox_.held())}};
   metrics_.emit("iteration", rec);
   result_.iterations.push_back(rec);
