@@ -4,8 +4,8 @@
 /// component; the program-facing actor is supervisor_actor.hpp): plans,
 /// deploys, drives the steps, detects losses and recovers from them, on the
 /// fiber of the event-based actor supervisor_engine.cpp spawns: where it
-/// waits, it waits in that actor's inbox (fiber_inbox.hpp), so no thread
-/// blocks in a receive. Its members are defined by concern
+/// waits, it waits in that actor's inbox (fiber_inbox.hpp), never in a
+/// blocking receive. Its members are defined by concern
 /// in supervisor_*.cpp; docs/runtime.md and docs/fault_tolerance.md describe
 /// the behaviour.
 #include "cut_paths.hpp"
@@ -117,8 +117,8 @@ public:
              std::shared_ptr<data::dataset> train,
              std::shared_ptr<data::dataset> test,
              std::shared_ptr<job_control> control)
-    : sys_(self->system()), self_(self), inbox_(inbox), job_(job), nodes_(job.nodes), devices_(devices),
-      model_(std::move(model)), train_(std::move(train)),
+    : sys_(self->system()), self_(self), inbox_(inbox), job_(job), nodes_(job.nodes),
+      devices_(devices), model_(std::move(model)), train_(std::move(train)),
       test_(std::move(test)), control_(std::move(control)),
       metrics_(job.metrics_path), progress_(job.progress),
       heartbeats_(static_cast<int>(devices.size()),
