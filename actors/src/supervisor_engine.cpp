@@ -72,12 +72,12 @@ caf::actor spawn_supervisor_engine(caf::actor_system& sys, supervisor_actor fron
                                    std::shared_ptr<job_inputs> in,
                                    std::shared_ptr<job_control> control) {
   // On the scheduler, not detached. CAF 0.17 keeps an ended actor's object
-  // alive while any message naming it lingers (a message still queued at a
-  // stage actor that quit, itself kept by the timeout of a request it
-  // made), and an actor system's destructor waits for a detached actor's
-  // object to go, after it stopped the clock that would release it: a
-  // detached driver hung about one program exit in three in the
-  // compression test. Its blocking calls go aside (fiber_inbox::run_aside);
+  // alive while any message naming it lingers, and an actor system's
+  // destructor waits for a detached actor's object to go after it stopped
+  // the clock: a detached driver hung about one program exit in three in
+  // the compression test, held (gdb) by deployment messages naming it that
+  // were still queued, most likely at a stage actor that had quit and was
+  // kept by its request's timeout. Its blocking calls go aside (fiber_inbox::run_aside);
   // what it computes between waits (planning, gathering a model's state)
   // takes one scheduler thread meanwhile.
   return sys.spawn(engine_fun, std::move(front), std::move(in), std::move(control));
