@@ -176,9 +176,7 @@ bool fiber_inbox::receive_until(clock::time_point deadline, const take_fn& take)
   for (size_t n = held_.size(), k = 0; k < n && !held_.empty(); ++k) {
     auto m = std::move(held_.front());
     held_.pop_front();
-    sender_ = m.sender;
     if (take(m)) {
-      sender_ = nullptr;
       for (size_t rest = k + 1; rest < n && !held_.empty(); ++rest) {
         held_.push_back(std::move(held_.front()));
         held_.pop_front();
@@ -187,17 +185,13 @@ bool fiber_inbox::receive_until(clock::time_point deadline, const take_fn& take)
     }
     held_.push_back(std::move(m));
   }
-  sender_ = nullptr;
   for (;;) {
     while (!fresh_.empty()) {
       auto m = std::move(fresh_.front());
       fresh_.pop_front();
       if (is_own(m))
         continue;
-      sender_ = m.sender;
-      bool taken = take(m);
-      sender_ = nullptr;
-      if (taken)
+      if (take(m))
         return true;
       held_.push_back(std::move(m));
     }

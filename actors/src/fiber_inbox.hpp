@@ -70,7 +70,6 @@ public:
   /// Resumes a waiting fiber to look again at what it waits for (a response
   /// handler set something it checks).
   void poke();
-  bool finished() const { return finished_; }
 
   // -- the fiber's side --
 
@@ -94,8 +93,6 @@ public:
   /// the inbox: messages that arrive while the fiber runs wait in the
   /// mailbox until it waits. For a look at "everything reported so far".
   void sync();
-  /// The sender of the message being offered to `take`.
-  const caf::strong_actor_ptr& sender() const { return sender_; }
   /// Messages held for later waits, and not yet looked at.
   size_t held() const { return held_.size() + fresh_.size(); }
 
@@ -121,7 +118,6 @@ private:
   bool finished_ = false;
   std::deque<inbox_message> fresh_; ///< arrived, not yet offered
   std::deque<inbox_message> held_;  ///< offered and declined, in order
-  caf::strong_actor_ptr sender_;
   clock::time_point wake_at_{};
   int64_t sync_sent_ = 0;     ///< sync markers sent to the actor itself
   int64_t sync_arrived_ = 0;  ///< the newest of them that came back

@@ -3,7 +3,9 @@
 /// Offers one message to a list of handlers, the way an actor's behavior
 /// would: the first whose parameter types match the message's elements is
 /// called with them. For the step driver, whose waits look at messages
-/// outside a CAF behavior (fiber_inbox.hpp).
+/// outside a CAF behavior (fiber_inbox.hpp). Not a caf::message_handler
+/// built per wait: that allocates its match cases on every message the step
+/// loop looks at.
 #include <caf/all.hpp>
 
 #include <type_traits>

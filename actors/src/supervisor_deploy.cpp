@@ -23,7 +23,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
 
 namespace asteroid::actors::detail {
 

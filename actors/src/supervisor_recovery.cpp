@@ -16,7 +16,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
 
 namespace asteroid::actors::detail {
 

@@ -7,7 +7,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
 
 namespace asteroid::actors::detail {
 

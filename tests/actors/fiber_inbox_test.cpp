@@ -87,7 +87,7 @@ TEST_CASE("the step driver's inbox: a wait takes the first message it accepts, h
       const auto from = caf::actor_cast<caf::strong_actor_ptr>(observer);
       const auto deadline = clock_type::now() + std::chrono::seconds(10);
       results.push_back(inbox.receive_until(deadline, [&](inbox_message& m) {
-        sender_seen = m.sender == from && inbox.sender() == from;
+        sender_seen = m.sender == from;
         return take_int(m, ints);
       }));
       // "a" and "b" came first and were declined: held, in order.
