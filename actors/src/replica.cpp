@@ -378,7 +378,8 @@ replica_actor::behavior_type replica_fun(replica_self* self,
       if (offset == 0)
         read = std::make_shared<const std::string>(
           serialization::encode_tensors(capture_stage_state(
-            e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get())));
+            e->model, e->spec.first_layer, e->spec.end_layer, e->optimizer.get(),
+            serialization::tensor_capture::share)));
       else if (!read)
         // No capture under way: a fresh one could hold other weights than
         // the pieces already read (a step ran since), so the reader is told

@@ -259,8 +259,9 @@ void snapshot(replica_self* self, int64_t version) {
   serialization::named_tensors state;
   std::string bytes;
   compute(self, "SNAPSHOT", [&] {
+    // Encoded here, before the next step writes to the tensors: no copy.
     state = capture_stage_state(e.model, e.spec.first_layer, e.spec.end_layer,
-                                e.optimizer.get());
+                                e.optimizer.get(), serialization::tensor_capture::share);
     bytes = serialization::encode_tensors(state);
   });
   auto m = outgoing(self, serialization::tensor_kind::snapshot);

@@ -39,14 +39,15 @@ std::set<std::string> layer_names(const models::sequential_model& model,
 
 named_tensors capture_stage_state(const models::sequential_model& model,
                                   int first, int end,
-                                  const torch::optim::Optimizer* opt) {
+                                  const torch::optim::Optimizer* opt,
+                                  serialization::tensor_capture how) {
   named_tensors out;
   for (auto& [name, t] : model->range_state(first, end))
-    out.emplace_back("w/" + name, serialization::host_copy(t));
+    out.emplace_back("w/" + name, serialization::host_tensor(t, how));
   if (!opt)
     return out;
   auto names = parameter_names(model, first, end);
-  auto state = serialization::capture_optimizer_state(*opt);
+  auto state = serialization::capture_optimizer_state(*opt, how);
   for (auto& [name, t] : state.tensors) {
     // "param.<i>.<field>" -> "o/<layer>.<param>/<field>"
     auto dot = name.find('.', 6);

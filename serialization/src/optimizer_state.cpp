@@ -139,7 +139,8 @@ std::pair<std::size_t, std::string> parse_name(const std::string& name, std::siz
 
 } // namespace
 
-optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt) {
+optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt,
+                                        tensor_capture how) {
   optimizer_state out;
   out.kind = kind_of(opt);
   for (auto& [name, value] : group_options(opt, out.kind))
@@ -154,14 +155,15 @@ optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt) {
     if (out.kind == "sgd") {
       const auto& s = static_cast<const SGDParamState&>(*it->second);
       if (s.momentum_buffer().defined())
-        out.tensors.emplace_back(prefix + "momentum_buffer", host_copy(s.momentum_buffer()));
+        out.tensors.emplace_back(prefix + "momentum_buffer",
+                                 host_tensor(s.momentum_buffer(), how));
     } else {
       const auto& s = static_cast<const AdamParamState&>(*it->second);
       out.tensors.emplace_back(prefix + "step", torch::tensor(s.step(), torch::kInt64));
-      out.tensors.emplace_back(prefix + "exp_avg", host_copy(s.exp_avg()));
-      out.tensors.emplace_back(prefix + "exp_avg_sq", host_copy(s.exp_avg_sq()));
+      out.tensors.emplace_back(prefix + "exp_avg", host_tensor(s.exp_avg(), how));
+      out.tensors.emplace_back(prefix + "exp_avg_sq", host_tensor(s.exp_avg_sq(), how));
       if (s.max_exp_avg_sq().defined())
-        out.tensors.emplace_back(prefix + "max_exp_avg_sq", host_copy(s.max_exp_avg_sq()));
+        out.tensors.emplace_back(prefix + "max_exp_avg_sq", host_tensor(s.max_exp_avg_sq(), how));
     }
   }
   return out;

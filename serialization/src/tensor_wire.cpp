@@ -162,6 +162,12 @@ torch::Tensor host_copy(const torch::Tensor& t) {
   return t.is_cuda() ? t.detach().to(torch::kCPU) : t.detach().clone();
 }
 
+torch::Tensor host_tensor(const torch::Tensor& t, tensor_capture how) {
+  if (how == tensor_capture::share && !t.is_cuda())
+    return t.detach();
+  return host_copy(t);
+}
+
 namespace detail {
 
 void write_tensor_record(wire_writer& w, const torch::Tensor& t) {

@@ -181,6 +181,47 @@ TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
                     Catch::Contains("missing"));
 }
 
+TEST_CASE("stage state: a shared capture encodes the same bytes as a copy without "
+          "copying the tensors, and a copy stays as it was when the model moves on") {
+  torch::manual_seed(3);
+  auto model = training::build_model("mlp", json::object());
+  training::optimizer_options o;
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  auto L = static_cast<int>(model->size());
+  auto opt = training::make_optimizer(o, model->range_parameters(0, L));
+  auto step = [&] {
+    model->zero_grad();
+    model->forward(torch::randn({4, 1, 28, 28})).sum().backward();
+    opt->step();
+  };
+  step(); // the optimizer now has momentum buffers
+  auto copied = actors::capture_stage_state(model, 0, L, opt.get());
+  auto shared = actors::capture_stage_state(model, 0, L, opt.get(),
+                                            serialization::tensor_capture::share);
+  CHECK(serialization::encode_tensors(shared) == serialization::encode_tensors(copied));
+  auto weights = model->range_state(0, L);
+  REQUIRE(weights.size() > 0);
+  const auto& first = weights.front().second;
+  auto entry = [&](const serialization::named_tensors& s) {
+    for (auto& [name, t] : s)
+      if (name == "w/" + weights.front().first)
+        return t;
+    return torch::Tensor{};
+  };
+  REQUIRE(entry(shared).defined());
+  CHECK(entry(shared).data_ptr() == first.data_ptr());
+  CHECK(entry(copied).data_ptr() != first.data_ptr());
+  int momentum_entries = 0;
+  for (auto& [name, t] : shared)
+    momentum_entries += name.rfind("o/", 0) == 0;
+  CHECK(momentum_entries > 0);
+  auto before = serialization::encode_tensors(copied);
+  step();
+  CHECK(serialization::encode_tensors(copied) == before);
+  CHECK(serialization::encode_tensors(shared) != before); // it is the model
+}
+
 TEST_CASE("job file: every fault action is known, and an unknown one is "
           "named with the list") {
   json job{{"model", "mlp"},

@@ -19,10 +19,12 @@
 namespace asteroid::actors {
 
 /// Deep copy of layers [first, end) of `model` and of `opt` (built over
-/// `model->range_parameters(first, end)`; null: weights only).
+/// `model->range_parameters(first, end)`; null: weights only); with
+/// tensor_capture::share, the tensors themselves, to encode at once.
 serialization::named_tensors
 capture_stage_state(const models::sequential_model& model, int first, int end,
-                    const torch::optim::Optimizer* opt);
+                    const torch::optim::Optimizer* opt,
+                    serialization::tensor_capture how = serialization::tensor_capture::copy);
 
 /// Loads the entries of layers [first, end) from `state` (which may cover
 /// more layers) into `model`, and into `opt` when `state` has optimizer

@@ -25,10 +25,12 @@ struct optimizer_state {
   std::vector<std::pair<std::string, double>> hyper_params;
 };
 
-/// Captures the state of an SGD or Adam optimizer (deep copies of buffers).
+/// Captures the state of an SGD or Adam optimizer (deep copies of buffers,
+/// unless `how` is tensor_capture::share).
 ///
 /// Throws std::invalid_argument for other optimizer types.
-optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt);
+optimizer_state capture_optimizer_state(const torch::optim::Optimizer& opt,
+                                        tensor_capture how = tensor_capture::copy);
 
 /// Loads state captured by capture_optimizer_state() into a freshly built
 /// optimizer over parameters of the same shapes, in the same order.

@@ -63,6 +63,20 @@ torch::Dtype dtype_from_code(std::uint8_t code);
 /// and a copy on a GPU would hold it there twice until it is encoded.
 torch::Tensor host_copy(const torch::Tensor& t);
 
+/// How a captured state holds its tensors.
+enum class tensor_capture {
+  /// host_copy: nothing else writes to them; a state that is kept, or
+  /// encoded later.
+  copy,
+  /// The tensors themselves (a GPU one still copied to the host): for a
+  /// state encoded at once on the thread that updates them, which then
+  /// saves a pass over every byte (a replica's snapshot after each step).
+  share,
+};
+
+/// `t` as `how` captures it.
+torch::Tensor host_tensor(const torch::Tensor& t, tensor_capture how);
+
 /// Returns the exact number of bytes encode_tensor() produces for `t`.
 std::size_t encoded_size(const torch::Tensor& t);
 
