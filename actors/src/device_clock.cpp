@@ -98,8 +98,9 @@ device_time run_emulated(double slowdown, const std::function<void()>& work,
 void compute(replica_self* self, const std::string& name,
              const std::function<void()>& work, double profiled_s) {
   auto& st = self->state;
+  const bool traced = st.e->spec.trace_steps < 0 || st.step < st.e->spec.trace_steps;
   auto start_us = wall_us();
-  auto in0 = thread_interference::now();
+  auto in0 = traced ? thread_interference::now() : thread_interference{};
   // On CUDA the work only queues kernels: waiting for them makes the time
   // the device's, and an error in them this compute's.
   auto t = run_emulated(st.e->spec.slowdown,
@@ -108,9 +109,11 @@ void compute(replica_self* self, const std::string& name,
                           kernels::synchronize(st.e->device);
                         },
                         [&] { return superseded(*st.e); }, profiled_s);
-  auto in1 = thread_interference::now();
   st.overrun_s += t.overrun_s;
   st.busy_s += t.device_s;
+  if (!traced)
+    return;
+  auto in1 = thread_interference::now();
   st.events.push_back({{"name", name}, {"ts", start_us},
                        {"dur", std::max(t.host_s, t.device_s) * 1e6},
                        {"wall_ms", t.host_s * 1e3}, {"cpu_ms", t.cpu_s * 1e3},

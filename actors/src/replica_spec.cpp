@@ -40,6 +40,7 @@ json to_json(const replica_spec& s) {
          {"label", s.label},
          {"recv_timeout_ms", s.recv_timeout_ms},
          {"report_after_ms", s.report_after_ms},
+         {"trace_steps", s.trace_steps},
          {"generation", s.generation},
          {"job", s.job},
          {"snapshot_every", s.snapshot_every},
@@ -72,7 +73,8 @@ replica_spec read_spec(const json& j) {
                        "replica", "first_layer", "end_layer", "batch_size",
                        "micro_batches", "shares", "prev_shares", "next_shares",
                        "stream", "loss", "optimizer", "credit_window",
-                       "slowdown", "label", "recv_timeout_ms", "report_after_ms", "generation",
+                       "slowdown", "label", "recv_timeout_ms", "report_after_ms", "trace_steps",
+                       "generation",
                        "job", "snapshot_every", "restore_version",
                        "state_upload", "memory_budget", "memory_committed", "compute_device",
                        "activation_codec",
@@ -117,6 +119,9 @@ replica_spec read_spec(const json& j) {
   read_optional(j, f, "report_after_ms", s.report_after_ms);
   if (s.report_after_ms < 0 || s.report_after_ms > longest_wait_ms)
     f["report_after_ms"].fail("must be in [0, " + std::to_string(longest_wait_ms) + "] ms");
+  read_optional(j, f, "trace_steps", s.trace_steps);
+  if (s.trace_steps < -1)
+    f["trace_steps"].fail("must be -1 (every step) or a count of steps");
   read_optional(j, f, "generation", s.generation);
   read_optional(j, f, "job", s.job);
   read_optional(j, f, "snapshot_every", s.snapshot_every);

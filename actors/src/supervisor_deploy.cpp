@@ -389,6 +389,7 @@ void supervisor::deploy(const planner::plan& p, const state_source& src) {
       spec.emulated_compute = emulated;
       spec.recv_timeout_ms = job_.step_timeout_ms;
       spec.report_after_ms = job_.micro_batch_report_ms;
+      spec.trace_steps = job_.trace_path.empty() ? 0 : job_.trace_steps;
       spec.generation = generation_;
       spec.job = job_id_;
       spec.snapshot_every = snapshots_on() ? ft().snapshot_every : 0;

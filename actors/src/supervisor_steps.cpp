@@ -293,6 +293,7 @@ std::set<int> supervisor::run_step(int64_t step, const data::batch& batch,
           auto rep = json::parse(text);
           if (rep.value("generation", -1) != generation_)
             return;
+          rep["report_bytes"] = static_cast<int64_t>(text.size());
           if (s == step) {
             reports.push_back(std::move(rep));
           } else if (s == step + 1 && started_ahead(step + 1)) {
@@ -361,7 +362,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
                                   bool started_ahead) {
   const auto P = plan_.num_stages();
   double loss = 0;
-  int64_t micro_batch_reports = 0, micro_batch_messages = 0;
+  int64_t micro_batch_reports = 0, micro_batch_messages = 0, report_bytes = 0;
   json links = json::object();
   json reps = json::array();
   for (auto& rep : reports) {
@@ -381,6 +382,7 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
       links[k] = v;
     micro_batch_reports += rep.value("micro_batch_reports", int64_t{0});
     micro_batch_messages += rep.value("micro_batch_messages", int64_t{0});
+    report_bytes += rep.value("report_bytes", int64_t{0});
     int s = rep["stage"], r = rep["replica"];
     int d = stages_[s][r].device;
     reps.push_back({{"replica", rep["label"]},
@@ -438,6 +440,9 @@ void supervisor::record_iteration(int64_t step, int64_t epoch, double wall,
            {"micro_batch_reports", micro_batch_reports},
            {"micro_batch_messages", micro_batch_messages},
            {"micro_batch_relayed", micro_batch_relayed_},
+           // The replicas' step reports as they arrived (JSON text): they
+           // carry compute spans only for the steps a trace records.
+           {"report_bytes", report_bytes},
            {"started_ahead", started_ahead},
            // Messages waiting for the step driver, in its actor's mailbox
            // and held in its inbox: stays small unless something leaves

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <atomic>
 #include <thread>
@@ -300,6 +301,52 @@ TEST_CASE("micro-batch actors: every replica reports each pass of each "
   CHECK(max_abs_diff(with.model, reference(job, *train)) < 1e-4);
 }
 
+TEST_CASE("a job's step reports carry compute spans only for the steps its trace "
+          "records") {
+  auto train = synthetic(8 * 4);
+  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
+                                              {1, 3, {2}, {4}}}));
+  job.max_steps = 4;
+  job.trace_steps = 2;
+  const auto trace_path = std::string{ASTEROID_TEST_TMP} + "/report-spans-trace.json";
+  std::filesystem::remove(trace_path);
+  job.trace_path = trace_path;
+  auto traced = run_in_process(job, 3, train);
+  job.trace_path.clear();
+  auto untraced = run_in_process(job, 3, train);
+  REQUIRE(traced.iterations.size() == 4);
+  REQUIRE(untraced.iterations.size() == 4);
+  auto bytes = [](const actors::job_result& r, size_t i) {
+    return r.iterations[i]["report_bytes"].get<int64_t>();
+  };
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("step " << i);
+    CHECK(bytes(untraced, i) > 0);
+    // Without spans a report is a few hundred bytes; with them (about ten
+    // per replica and step here) several times that.
+    if (i < 2)
+      CHECK(bytes(traced, i) > 2 * bytes(untraced, i));
+    else if (i == 2)
+      // At most the span of the snapshot each replica takes after the last
+      // traced step, which goes with the next step's report.
+      CHECK(bytes(traced, i) < bytes(untraced, i) + 3 * 400);
+    else // the same fields; numbers may print a few digits longer
+      CHECK(bytes(traced, i) < bytes(untraced, i) * 11 / 10);
+  }
+  std::ifstream in{trace_path};
+  auto trace = json::parse(in);
+  std::set<int64_t> steps;
+  std::set<int64_t> tids;
+  for (auto& ev : trace["traceEvents"])
+    if (ev.value("cat", "") == "compute") {
+      steps.insert(ev["args"]["step"].get<int64_t>());
+      tids.insert(ev["tid"].get<int64_t>());
+    }
+  CHECK(steps == std::set<int64_t>{0, 1});
+  CHECK(tids == std::set<int64_t>{0, 1, 100}); // every replica's spans
+  CHECK(max_abs_diff(traced.model, untraced.model) == 0);
+}
+
 TEST_CASE("micro-batch actors with micro_batch_report_ms: a replica reports "
           "the passes of a step in one message when no wait lasts that long") {
   auto train = synthetic(8 * 6);
@@ -556,6 +603,10 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   CHECK_THAT(deploy(bad_op.dump(), ""),
              Catch::Contains("stream: [0].op: unknown instruction 'JUMP'"));
   spec.stream = planner::find_schedule("1f1b").stream(0, 1, 1);
+  auto bad_trace = actors::to_json(spec);
+  bad_trace["trace_steps"] = -2;
+  CHECK_THAT(deploy(bad_trace.dump(), ""),
+             Catch::Contains("trace_steps: must be -1 (every step) or a count of steps"));
   CHECK_THAT(deploy(actors::to_json(spec).dump(), "garbage"),
              Catch::Contains("deploy on node0"));
   CHECK(pong());

@@ -54,6 +54,11 @@ struct replica_spec {
   /// job_spec::micro_batch_report_ms: 0 reports passes at every wait, N
   /// once a wait has lasted N ms.
   int64_t report_after_ms = 0;
+  /// The steps whose compute spans a step's report carries (steps before
+  /// this one; -1: every step): job_spec::trace_steps when the job writes a
+  /// trace, else 0, since nothing else reads them and building, sending and
+  /// parsing them cost the supervisor's process a tenth of its time.
+  int64_t trace_steps = -1;
   /// Deployment generation: bumped by every recovery, so that reports and
   /// failures of replicas from before a fault can be told apart.
   int generation = 0;
