@@ -56,8 +56,8 @@ struct replica_spec {
   int64_t report_after_ms = 0;
   /// The steps whose compute spans a step's report carries (steps before
   /// this one; -1: every step): job_spec::trace_steps when the job writes a
-  /// trace, else 0, since nothing else reads them and building, sending and
-  /// parsing them cost the supervisor's process a tenth of its time.
+  /// trace, else 0. Nothing else reads them, and parsing them took about a
+  /// tenth of the supervisor's process's CPU in the README's job.
   int64_t trace_steps = -1;
   /// Deployment generation: bumped by every recovery, so that reports and
   /// failures of replicas from before a fault can be told apart.
