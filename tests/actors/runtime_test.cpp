@@ -322,7 +322,7 @@ TEST_CASE("a job's step reports carry compute spans only for the steps its trace
   for (size_t i = 0; i < 4; ++i) {
     INFO("step " << i);
     CHECK(bytes(untraced, i) > 0);
-    // Without spans a report is a few hundred bytes; with them (about ten
+    // Without spans a report is a few hundred bytes; with them (six to nine
     // per replica and step here) several times that.
     if (i < 2)
       CHECK(bytes(traced, i) > 2 * bytes(untraced, i));
