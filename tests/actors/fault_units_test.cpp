@@ -138,12 +138,22 @@ TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
   CHECK_FALSE(actors::snapshot_store::parse_key("L1-2x", a, b));
 }
 
-TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
-  torch::manual_seed(2);
-  auto model = training::build_model("mlp", json::object());
+namespace {
+
+/// SGD with momentum, so a step leaves optimizer state to capture.
+training::optimizer_options sgd_with_momentum() {
   training::optimizer_options o;
   o.lr = 0.1;
   o.momentum = 0.9;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("stage state: optimizer state survives a merge of two ranges") {
+  torch::manual_seed(2);
+  auto model = training::build_model("mlp", json::object());
+  auto o = sgd_with_momentum();
   auto L = static_cast<int>(model->size());
   // Two stages, each with its own optimizer, take one step.
   auto x = torch::randn({4, 1, 28, 28});
@@ -185,9 +195,7 @@ TEST_CASE("stage state: a shared capture encodes the same bytes as a copy withou
           "copying the tensors, and a copy stays as it was when the model moves on") {
   torch::manual_seed(3);
   auto model = training::build_model("mlp", json::object());
-  training::optimizer_options o;
-  o.lr = 0.1;
-  o.momentum = 0.9;
+  auto o = sgd_with_momentum();
   auto L = static_cast<int>(model->size());
   auto opt = training::make_optimizer(o, model->range_parameters(0, L));
   auto step = [&] {

@@ -82,6 +82,12 @@ bool all_closed(std::initializer_list<uint16_t> ports) {
   return false;
 }
 
+/// The mlp in 2 stages of batch 8 and 2 micro-batches: stage 0 (layer 0)
+/// on devices 0 and 1 (3 + 1 rows), stage 1 on device 2.
+actors::job_spec mlp_on_three_devices() {
+  return base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}}, {1, 3, {2}, {4}}}));
+}
+
 } // namespace
 
 TEST_CASE("in-process HPP matches single-device training (mlp, unequal "
@@ -261,8 +267,7 @@ TEST_CASE("a plan that gives a device a zero share is refused before anything ru
 
 TEST_CASE("in-process HPP: unequal shares, Adam") {
   auto train = synthetic(8 * 20);
-  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
-                                              {1, 3, {2}, {4}}}));
+  auto job = mlp_on_three_devices();
   job.optimizer.kind = training::optimizer_kind::adam;
   job.optimizer.lr = 1e-3;
   auto r = run_in_process(job, 3, train);
@@ -274,8 +279,7 @@ TEST_CASE("in-process HPP: unequal shares, Adam") {
 TEST_CASE("micro-batch actors: every replica reports each pass of each "
           "micro-batch, and training is the same without them") {
   auto train = synthetic(8 * 12);
-  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
-                                              {1, 3, {2}, {4}}}));
+  auto job = mlp_on_three_devices();
   job.max_steps = 12;
   job.micro_batch_report_ms = 0; // at every wait (the default waits 20 ms)
   auto with = run_in_process(job, 3, train);
@@ -304,8 +308,7 @@ TEST_CASE("micro-batch actors: every replica reports each pass of each "
 TEST_CASE("a job's step reports carry compute spans only for the steps its trace "
           "records") {
   auto train = synthetic(8 * 4);
-  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
-                                              {1, 3, {2}, {4}}}));
+  auto job = mlp_on_three_devices();
   job.max_steps = 4;
   job.trace_steps = 2;
   const auto trace_path = std::string{ASTEROID_TEST_TMP} + "/report-spans-trace.json";
@@ -350,8 +353,7 @@ TEST_CASE("a job's step reports carry compute spans only for the steps its trace
 TEST_CASE("micro-batch actors with micro_batch_report_ms: a replica reports "
           "the passes of a step in one message when no wait lasts that long") {
   auto train = synthetic(8 * 6);
-  auto job = base_job("mlp", make_plan(8, 2, {{0, 1, {0, 1}, {3, 1}},
-                                              {1, 3, {2}, {4}}}));
+  auto job = mlp_on_three_devices();
   job.max_steps = 6;
   // No wait of an in-process step lasts a minute (the step would time out
   // first): each replica's passes go with its step's end.
