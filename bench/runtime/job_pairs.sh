@@ -9,7 +9,10 @@
 # goes.
 #
 #   bench/runtime/job_pairs.sh --a OLD_EXE --a-dir OLD_CHECKOUT --b build/apps/asteroid \
-#       --b-args --no-tls --rounds 5 [--threads-at 30] [--port 27000]
+#       --b-args --no-tls --rounds 5 [--order abba] [--threads-at 30] [--port 27000]
+#
+# --order abba runs B first in every second round (A B, B A, A B, ...), so that neither program
+# always runs right after the other; the default, ab, runs A first in every round.
 #
 # Each program runs in its directory (--a-dir / --b-dir, default this checkout) with that
 # directory's examples/jobs/fashion_cnn_4dev.json (or --job FILE for both, --a-job / --b-job
@@ -18,13 +21,13 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
 declare -A exe=([a]='' [b]='') dir=([a]=$here [b]=$here) args=([a]='' [b]='') jobs=([a]='' [b]='')
-rounds=4 threads_at=0 port=27000 job=''
+rounds=4 threads_at=0 port=27000 job='' order=ab
 while [[ $# -gt 0 ]]; do
   case $1 in
     --a|--b) exe[${1#--}]=$2; shift 2 ;;
@@ -32,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --a-args|--b-args) who=${1#--}; args[${who%-args}]=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --threads-at) threads_at=$2; shift 2 ;;
+    --order) order=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --job) job=$2; shift 2 ;;
     --a-job|--b-job) who=${1#--}; jobs[${who%-job}]=$2; shift 2 ;;
@@ -45,6 +49,7 @@ for who in a b; do
   exe[$who]=$(realpath "${exe[$who]}")
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "job_pairs: --rounds must be a positive count, got $rounds" >&2; exit 2; }
+[[ $order == ab || $order == abba ]] || { echo "job_pairs: --order must be ab or abba, got $order" >&2; exit 2; }
 [[ $threads_at =~ ^[0-9]+$ ]] || { echo "job_pairs: --threads-at must be seconds, got $threads_at" >&2; exit 2; }
 if ! [[ $port =~ ^[0-9]+$ ]] || (( port < 1 || port > 65531 )); then
   echo "job_pairs: --port must be in [1, 65531], got $port" >&2
@@ -68,7 +73,9 @@ command_of() {
 
 declare -a speeds_a speeds_b cpu_a cpu_b
 for ((round = 1; round <= rounds; ++round)); do
-  for who in a b; do
+  turn=(a b)
+  [[ $order == abba ]] && (( round % 2 == 0 )) && turn=(b a)
+  for who in "${turn[@]}"; do
     command_of "$who"
     out=$( cd "${dir[$who]}" && TIMEFORMAT="cpu %U %S" && { time "${cmd[@]}"; } 2>&1 ) \
       || { echo "job_pairs: round $round, program $who failed:" >&2; echo "$out" | tail -5 >&2; exit 1; }
@@ -87,10 +94,14 @@ ma=$(median "${speeds_a[@]}") mb=$(median "${speeds_b[@]}")
 awk -v a="$ma" -v b="$mb" 'BEGIN {printf "medians: a %.1f, b %.1f samples/s, b / a %.3f\n", a, b, b / a}'
 ca=$(median "${cpu_a[@]}") cb=$(median "${cpu_b[@]}")
 awk -v a="$ca" -v b="$cb" 'BEGIN {printf "CPU (user + system) medians: a %.1f, b %.1f s, b / a %.3f\n", a, b, b / a}'
+declare -a pair_ratios
 for ((i = 0; i < rounds; ++i)); do
-  awk -v r=$((i + 1)) -v a="${speeds_a[i]}" -v b="${speeds_b[i]}" \
-    'BEGIN {printf "pair %d: b / a %.3f\n", r, b / a}'
+  pair_ratios+=("$(awk -v a="${speeds_a[i]}" -v b="${speeds_b[i]}" 'BEGIN {printf "%.4f", b / a}')")
+  awk -v r=$((i + 1)) -v q="${pair_ratios[i]}" 'BEGIN {printf "pair %d: b / a %.3f\n", r, q}'
 done
+faster=$(printf '%s\n' "${pair_ratios[@]}" | awk '$1 > 1 {n++} END {print n + 0}')
+awk -v m="$(median "${pair_ratios[@]}")" -v f="$faster" -v n="$rounds" \
+  'BEGIN {printf "median pair ratio b / a %.3f; b faster in %d of %d pairs\n", m, f, n}'
 
 (( threads_at > 0 )) || exit 0
 for who in a b; do
