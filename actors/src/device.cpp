@@ -12,6 +12,7 @@
 #include "asteroid/actors/snapshot_store.hpp"
 #include "asteroid/actors/state_uploads.hpp"
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/kernels/cpu_threads.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_registry.hpp"
 #include "asteroid/training/profiler.hpp"
@@ -327,6 +328,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       return nlohmann::json{{"name", o.name},
                             {"compute_device", hw.device},
                             {"device_name", hw.name},
+                            {"blas", kernels::cpu_blas_name()},
                             {"device_memory_bytes", hw.memory_bytes},
                             {"library_workspace_bytes", hw.library_workspace_bytes},
                             {"memory_bytes", o.memory_bytes},

@@ -5,6 +5,7 @@
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/kernels/allocator.hpp"
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/kernels/cpu_threads.hpp"
 
 #include <arpa/inet.h>
 #include <caf/openssl/publish.hpp>
@@ -83,7 +84,7 @@ int run_node(const node_options& opts) {
     // weights would drift from single-device fp32 training, which a pipeline
     // promises to equal (tests/actors/cuda_node_test).
     at::globalContext().setAllowTF32CuDNN(false);
-  torch::set_num_threads(opts.device.threads);
+  kernels::set_cpu_threads(opts.device.threads);
   caf::actor_system_config cfg;
   configure(cfg, opts.net);
   caf::actor_system sys{cfg};

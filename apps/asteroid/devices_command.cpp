@@ -8,6 +8,7 @@
 #include "number_checks.hpp"
 #include "profile_source.hpp"
 
+#include "asteroid/kernels/cpu_threads.hpp"
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/device_catalog.hpp"
 #include "asteroid/planner/json_io.hpp"
@@ -103,7 +104,7 @@ double host_seconds_per_sample(const devices_args& a, const nlohmann::json& opti
   source.measure = a.profile_path.empty(); // never the analytic estimates
   source.batch_sizes = std::to_string(a.batch);
   // As many threads as the nodes it emulates use (asteroid node --threads).
-  torch::set_num_threads(a.threads);
+  kernels::set_cpu_threads(a.threads);
   auto profile = source.resolve();
   const auto b = static_cast<double>(a.batch);
   const double step_s = profile.step_time(b);

@@ -3,6 +3,7 @@
 
 #include "asteroid/actors/remote_probe.hpp"
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/kernels/cpu_threads.hpp"
 #include "asteroid/models/zoo.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/training/model_options_json.hpp"
@@ -81,7 +82,7 @@ void add_profile_command(CLI::App& app) {
   add_credentials_option(cmd, a->credentials);
   cmd->callback([a] {
     if (a->threads > 0)
-      torch::set_num_threads(a->threads);
+      kernels::set_cpu_threads(a->threads);
     auto options = a->options_json.empty()
                      ? models::model_options()
                      : training::model_options_from_json(

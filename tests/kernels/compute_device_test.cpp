@@ -1,4 +1,5 @@
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/kernels/cpu_threads.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -33,4 +34,19 @@ TEST_CASE("the CPU as a compute device: no copies, no GPU counters", "[compute_d
   auto info = describe_device(torch::kCPU);
   CHECK(info.device == "cpu");
   CHECK(info.memory_bytes == 0);
+}
+
+TEST_CASE("CPU threads go to LibTorch and, when it is loaded, to OpenBLAS",
+          "[cpu_threads]") {
+  const int before = at::get_num_threads();
+  CHECK_THROWS_WITH(set_cpu_threads(0), Catch::Contains("at least 1, got 0"));
+  const bool openblas = openblas_threads() != -1;
+  CHECK((cpu_blas_name().rfind("OpenBLAS", 0) == 0) == openblas);
+  for (int n : {2, 1}) {
+    set_cpu_threads(n);
+    CHECK(at::get_num_threads() == n);
+    if (openblas)
+      CHECK(openblas_threads() == n);
+  }
+  set_cpu_threads(before);
 }

@@ -49,8 +49,8 @@ tb_run --no-netns --cluster "$here/cluster-links.json" -- bash -c \
   "$exe" "$tmp/paced.json"
 expect_status 0 "testbed (paced probe)"
 expect_output "each node paces the tensors it sends"
-# The probe names each node's device and budget before the links.
-expect_output "at 127\.0\.0\.1:[0-9]+: device cpu, budget [0-9.]+ [KMG]iB, [0-9]+ threads, slowdown"
+# The probe names each node's device, budget and BLAS before the links.
+expect_output "at 127\.0\.0\.1:[0-9]+: device cpu, budget [0-9.]+ [KMG]iB, [0-9]+ threads, slowdown [0-9.]+, BLAS [^ ]"
 assert_clean "$tb_pid"
 for link in "1 0 10" "1 2 10" "2 0 40"; do
   read -r a b mbit <<<"$link"

@@ -1,4 +1,5 @@
 #include "asteroid/training/trainer.hpp"
+#include "asteroid/kernels/cpu_threads.hpp"
 
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
@@ -54,7 +55,7 @@ trainer::trainer(trainer_options options) : options_(std::move(options)) {
     throw std::invalid_argument("epochs must be positive, got "
                                 + std::to_string(options_.epochs));
   if (options_.threads > 0)
-    torch::set_num_threads(options_.threads);
+    kernels::set_cpu_threads(options_.threads);
 
   data::dataset_options d;
   d.path = options_.data_dir;
