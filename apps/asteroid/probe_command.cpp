@@ -69,6 +69,8 @@ void add_probe_command(CLI::App& app) {
     for (size_t i = 0; i < caps.size(); ++i) {
       const auto& k = caps[i];
       const auto device = k.value("compute_device", std::string("cpu"));
+      // A node older than the `blas` field reports none.
+      const auto blas = k.contains("blas") ? ", BLAS " + k.value("blas", std::string()) : "";
       std::fprintf(stderr, "%s at %s: device %s%s, budget %s, %d threads, slowdown %.2f%s\n",
                    k.value("name", a->nodes[i]).c_str(), a->nodes[i].c_str(), device.c_str(),
                    device == "cpu"
@@ -77,11 +79,7 @@ void add_probe_command(CLI::App& app) {
                         + planner::format_bytes(k.value("device_memory_bytes", int64_t{0})) + ")")
                          .c_str(),
                    planner::format_bytes(k.value("memory_bytes", int64_t{0})).c_str(),
-                   k.value("threads", 1), k.value("slowdown", 1.0),
-                   // A node older than the `blas` field reports none.
-                   k.contains("blas")
-                     ? (", BLAS " + k.value("blas", std::string())).c_str()
-                     : "");
+                   k.value("threads", 1), k.value("slowdown", 1.0), blas.c_str());
     }
     for (int i = 0; i < c.size(); ++i)
       for (int j = 0; j < c.size(); ++j)

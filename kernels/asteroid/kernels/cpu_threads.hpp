@@ -6,8 +6,11 @@
 /// Why a function of its own: LibTorch 1.13 from Debian calls whatever
 /// `libblas.so.3` the machine's alternatives name. The reference BLAS (what
 /// `libtorch-dev` alone brings) is single-threaded and slow; OpenBLAS is
-/// many times faster, and its OpenMP build follows LibTorch's thread count,
-/// but its pthread build (`libopenblas0-pthread`, the one Debian's
+/// many times faster, and its OpenMP build follows LibTorch's thread count
+/// in every thread that applied it (OpenMP's count is per thread: replicas
+/// and inference stages call `at::init_num_threads()` on their own threads;
+/// a thread that did not runs its first products on every core until a
+/// LibTorch op applies it), but its pthread build (`libopenblas0-pthread`, the one Debian's
 /// recommendation of `libopenblas0` installs) starts a pool as large as the
 /// machine and ignores `torch::set_num_threads`: four nodes on one machine,
 /// each told to compute on one thread, would then each run matrix products
