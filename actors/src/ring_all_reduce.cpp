@@ -107,15 +107,19 @@ bool all_reduce(replica_self* self) {
       send_chunk(self, nk, send_idx);
     }
   }
-  // Copy back into the gradients (a single bucket already holds the sums).
-  if (st.ar_buckets.size() > 1) {
-    int64_t at = 0;
-    for (auto& b : st.ar_buckets) {
-      b.flat.copy_(st.ar_flat.slice(0, at, at + b.flat.numel()));
-      at += b.flat.numel();
+  // Copying back is compute like FLATTEN: a slower device copies slower
+  // (the profile's gradient_copy_s prices both).
+  compute(self, "UNFLATTEN", [&] {
+    // A single bucket already holds the sums.
+    if (st.ar_buckets.size() > 1) {
+      int64_t at = 0;
+      for (auto& b : st.ar_buckets) {
+        b.flat.copy_(st.ar_flat.slice(0, at, at + b.flat.numel()));
+        at += b.flat.numel();
+      }
     }
-  }
-  kernels::unflatten_from_buckets(st.ar_buckets, st.ar_grads);
+    kernels::unflatten_from_buckets(st.ar_buckets, st.ar_grads);
+  });
   st.ar_buckets.clear();
   st.ar_flat = torch::Tensor();
   return true;

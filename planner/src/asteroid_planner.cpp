@@ -347,6 +347,14 @@ public:
            + steps * o_.in_lat[j * W + j2];
   }
 
+  // The head's update on its slowest member (cost_tables::update_s).
+  double update(int i, int i2, int j, int j2) const {
+    const double u = t_.update_s(i, i2, j2 - j);
+    if (u <= 0.0)
+      return 0.0;
+    return u / *std::min_element(o_.speed.begin() + j, o_.speed.begin() + j2);
+  }
+
   void run() {
     const double Md = static_cast<double>(M_);
     const auto W = static_cast<size_t>(N_ + 1);
@@ -358,7 +366,7 @@ public:
         for (int j2 = j + 1; j2 <= N_; ++j2) {
           for (int i2 = i + 1; i2 <= L_; ++i2) {
             head_begin(i, i2, j, j2);
-            const double a = allreduce(i, i2, j, j2);
+            const double a = allreduce(i, i2, j, j2) + update(i, i2, j, j2);
             double hf = 0.0;
             double hb = 0.0;
             if (i2 == L_) {

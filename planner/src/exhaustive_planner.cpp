@@ -99,14 +99,15 @@ plan exhaustive_planner::search(const model_profile& profile, const cluster& c,
       cross_grad[static_cast<size_t>(a) * masks + b] = grad;
       cross_lat[static_cast<size_t>(a) * masks + b] = lat;
     }
-  // All-reduce time per (layer range, group).
+  // End-of-round time (all-reduce, then the update) per (layer range, group).
   const auto W = static_cast<size_t>(L + 1);
   std::vector<double> ar(W * W * masks, 0.0);
   for (int a = 0; a < L; ++a)
     for (int e = a + 1; e <= L; ++e)
       for (int m = 1; m < masks; ++m)
         ar[(a * W + e) * masks + m] =
-          allreduce_s(c, group[m], static_cast<double>(t.param_bytes(a, e)));
+          allreduce_s(c, group[m], static_cast<double>(t.param_bytes(a, e)))
+          + update_s(t, c, a, e, group[m]);
 
   double best_T = inf;
   plan best;

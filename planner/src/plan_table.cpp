@@ -28,10 +28,16 @@ std::string format_plan_table(const plan& in, const model_profile& profile, cons
     std::string last = profile.layers[st.end_layer - 1].name;
     std::snprintf(buf, sizeof(buf),
                   "stage %d: layers %d-%d (%s .. %s), fwd %.2f ms, bwd %.2f ms, all-reduce %.2f "
-                  "ms per round\n",
+                  "ms",
                   s, st.first_layer, st.end_layer - 1, first.c_str(), last.c_str(),
                   step.forward_s * 1e3, step.backward_s * 1e3, step.allreduce_s * 1e3);
     out << buf;
+    // Profiles without measured update times keep the line they had.
+    if (step.update_s > 0) {
+      std::snprintf(buf, sizeof(buf), ", update %.2f ms", step.update_s * 1e3);
+      out << buf;
+    }
+    out << " per round\n";
     std::snprintf(buf, sizeof(buf), "  %-16s %-12s %6s %6s %10s %12s %12s %6s\n", "device", "type",
                   "speed", "share", "fwd+bwd ms", "memory", "budget", "use");
     out << buf;

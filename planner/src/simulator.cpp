@@ -43,6 +43,7 @@ struct stream_state {
   double forward_s = 0.0;
   double backward_s = 0.0;
   double allreduce_s = 0.0;
+  double update_s = 0.0; // added to every optimizer_step
   int device = -1;
   bool waiting = false; // blocked on a receive or the all-reduce
   int in_flight = 0;
@@ -142,6 +143,7 @@ private:
       st.backward_s =
           pick(step->device_backward_s, step->backward_s, "backward");
       st.allreduce_s = step->allreduce_s;
+      st.update_s = pick(step->device_update_s, step->update_s, "update");
       st.device = s.device;
       if (!step->devices.empty() && r < step->devices.size()) {
         if (st.device < 0)
@@ -206,7 +208,7 @@ private:
           double d = in.kind == op::forward    ? st.forward_s
                      : in.kind == op::backward ? st.backward_s
                      : in.kind == op::load_micro_batch ? opt_.load_s
-                                                       : opt_.optimizer_s;
+                                                       : opt_.optimizer_s + st.update_s;
           if (in.kind == op::forward)
             st.stats.peak_in_flight =
                 std::max(st.stats.peak_in_flight, ++st.in_flight);

@@ -4,6 +4,7 @@
 
 #include "asteroid/planner/cost_model.hpp"
 #include "asteroid/planner/error.hpp"
+#include "asteroid/planner/simulator.hpp"
 #include "test_helpers.hpp"
 
 using namespace asteroid::planner;
@@ -85,6 +86,49 @@ TEST_CASE("cost model on a hand-computed two-stage plan", "[planner][cost]") {
   CHECK_FALSE(fits_memory(p, c));
   CHECK_THROWS_WITH(check_memory(p, c), Catch::Contains("device 2 (d2)") &&
                                           Catch::Contains("short by 4040 bytes"));
+}
+
+TEST_CASE("the update after the all-reduce: every replica steps its optimizer, and a group "
+          "of more than one also copies its gradients around the ring", "[planner][cost]") {
+  auto prof = two_layers();
+  prof.layers[0].optimizer_step_s = 2e-3;
+  prof.layers[0].gradient_copy_s = 1e-3;
+  prof.layers[1].optimizer_step_s = 4e-3;
+  prof.layers[1].gradient_copy_s = 3e-3;
+  auto c = three();
+  plan p;
+  p.batch_size = 8;
+  p.micro_batches = 2;
+  p.stages.push_back({0, 1, {0, 1}, {1, 3}});
+  p.stages.push_back({1, 2, {2}, {4}});
+  auto steps = make_steps(p, prof, c);
+  // Stage 0, group of two: (2 + 1) ms on d0 (speed 1), 1.5 ms on d1 (speed 2).
+  const auto& s0 = steps.steps[0];
+  REQUIRE(s0.device_update_s.size() == 2);
+  CHECK(s0.device_update_s[0] == Approx(3e-3));
+  CHECK(s0.device_update_s[1] == Approx(1.5e-3));
+  CHECK(s0.update_s == Approx(3e-3));
+  CHECK(s0.end_of_round_s() == Approx(1.003));
+  CHECK(update_s(cost_tables(prof, 4), c, 0, 1, {0, 1}) == Approx(3e-3));
+  // Stage 1, one device: the optimizer's step alone, no copies.
+  CHECK(steps.steps[2].update_s == Approx(4e-3));
+  CHECK(update_s(cost_tables(prof, 4), c, 1, 2, {2}) == Approx(4e-3));
+  // The ring ends the round (the hand-computed 1.0605 s above), stage 0's
+  // update follows it on d0; stage 1's ended long before.
+  CHECK(round_latency(steps) == Approx(1.0635));
+  evaluate(p, prof, c);
+  CHECK(p.predicted_round_s == Approx(1.0635));
+  // The simulator runs it as the optimizer_step of each replica.
+  auto without = two_layers();
+  const auto before = simulate(p, make_steps(p, without, c), schedule_kind::one_f_one_b);
+  const auto after = simulate(p, steps, schedule_kind::one_f_one_b);
+  CHECK(after.round_s - before.round_s == Approx(3e-3));
+  // A profile without the times prices as before.
+  CHECK(make_steps(p, without, c).steps[0].update_s == 0.0);
+  // range_profile sums them, as a stage computing both layers would.
+  const auto both = range_profile(prof, 0, 2);
+  CHECK(both.optimizer_step_s == Approx(6e-3));
+  CHECK(both.gradient_copy_s == Approx(4e-3));
 }
 
 TEST_CASE("pieces_transfer_s: each sender's rows go to the receivers that hold them, in "
@@ -174,9 +218,9 @@ TEST_CASE("pipeline_summary reproduces round_latency", "[planner][cost]") {
     const auto& st = ps.steps;
     for (int M : {1, 2, 3, 5, 16}) {
       auto sum = pipeline_summary::stage(st.back().forward_s, st.back().backward_s,
-                                         st.back().allreduce_s, M);
+                                         st.back().end_of_round_s(), M);
       for (int k = static_cast<int>(st.size()) - 3; k >= 0; k -= 2)
-        sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].allreduce_s,
+        sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].end_of_round_s(),
                           st[k + 1].forward_s, st[k + 1].backward_s);
       ps.micro_batches = M;
       INFO("trial " << trial << " P " << P << " M " << M);

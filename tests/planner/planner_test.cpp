@@ -104,6 +104,57 @@ TEST_CASE("asteroid is within 2% of exhaustive search on each of 300 random inst
   CHECK(within == feasible);
 }
 
+TEST_CASE("asteroid matches exhaustive search where each replica's update is priced "
+          "(random instances)", "[planner][random]") {
+  // Updates up to a few steps' compute of a layer: enough to move some
+  // optima towards fewer replicas or another cut.
+  std::mt19937_64 rng(20261130);
+  auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  asteroid_planner asteroid;
+  exhaustive_planner exhaustive;
+  int compared = 0, moved = 0;
+  for (int k = 0; k < 120; ++k) {
+    auto inst = test::make_random_instance(rng, 6, 4);
+    auto plain = inst.profile;
+    for (auto& l : inst.profile.layers) {
+      l.optimizer_step_s = l.param_bytes > 0 ? uni(0.0, 0.2) : 0.0;
+      l.gradient_copy_s = l.param_bytes > 0 ? uni(0.0, 0.2) : 0.0;
+    }
+    INFO("instance " << k);
+    plan ex, as;
+    try {
+      ex = exhaustive.make_plan(inst.profile, inst.c, inst.batch);
+    } catch (const planner_error&) {
+      CHECK_THROWS_AS(asteroid.make_plan(inst.profile, inst.c, inst.batch), planner_error);
+      continue;
+    }
+    as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
+    ++compared;
+    // The planner prices its plan as evaluate does: the update included.
+    check_returned_plan(as, inst.profile, inst.c, inst.batch);
+    check_returned_plan(ex, inst.profile, inst.c, inst.batch);
+    CHECK(as.predicted_round_s >= ex.predicted_round_s * (1 - 1e-9));
+    CHECK(as.predicted_round_s <= ex.predicted_round_s * 1.02);
+    auto without = exhaustive.make_plan(plain, inst.c, inst.batch);
+    auto same = [](const plan& a, const plan& b) {
+      if (a.micro_batches != b.micro_batches || a.num_stages() != b.num_stages())
+        return false;
+      for (int s = 0; s < a.num_stages(); ++s) {
+        const auto &x = a.stages[s], &y = b.stages[s];
+        if (x.first_layer != y.first_layer || x.end_layer != y.end_layer
+            || x.devices != y.devices || x.shares != y.shares)
+          return false;
+      }
+      return true;
+    };
+    moved += !same(without, ex);
+  }
+  std::printf("[random instances, updates priced] %d compared, the optimum moved in %d\n",
+              compared, moved);
+  CHECK(compared >= 60);
+  CHECK(moved >= 5);
+}
+
 TEST_CASE("every planner's plans fit memory (random instances)", "[planner][memory]") {
   std::mt19937_64 rng(99);
   int returned = 0, refused = 0;

@@ -35,9 +35,9 @@ double simulated_round(const plan& p, const pipeline_steps& steps, link_model li
 pipeline_summary summarise(const pipeline_steps& ps) {
   const auto& st = ps.steps;
   auto sum = pipeline_summary::stage(st.back().forward_s, st.back().backward_s,
-                                     st.back().allreduce_s, ps.micro_batches);
+                                     st.back().end_of_round_s(), ps.micro_batches);
   for (int k = static_cast<int>(st.size()) - 3; k >= 0; k -= 2)
-    sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].allreduce_s,
+    sum = sum.prepend(st[k].forward_s, st[k].backward_s, st[k].end_of_round_s(),
                       st[k + 1].forward_s, st[k + 1].backward_s, ps.full_duplex_links);
   return sum;
 }

@@ -27,9 +27,19 @@ TEST_CASE("profiling an MLP measures every layer", "[training][profiler]") {
   training::profiler_options o;
   o.batch_sizes = {1, 16};
   o.repeats = 3;
+  std::vector<torch::Tensor> weights;
+  for (auto& w : model->parameters())
+    weights.push_back(w.detach().clone());
   auto p = training::profile_model(model, "mlp", o);
   REQUIRE(p.num_layers() == model->size());
   CHECK(p.model == "mlp");
+  // Timing the optimizer's step put the weights back.
+  auto now = model->parameters();
+  REQUIRE(now.size() == weights.size());
+  for (size_t k = 0; k < now.size(); ++k) {
+    CHECK(torch::equal(now[k], weights[k]));
+    CHECK_FALSE(now[k].grad().defined());
+  }
   CHECK(p.input_bytes_per_sample == 28 * 28 * 4);
   int64_t params = 0;
   for (int i = 0; i < p.num_layers(); ++i) {
@@ -45,6 +55,9 @@ TEST_CASE("profiling an MLP measures every layer", "[training][profiler]") {
       out *= d;
     CHECK(l.output_bytes_per_sample == out);
     CHECK(l.optimizer_state_bytes * 1 == l.param_bytes); // SGD: one buffer
+    // Once per step, where there are weights to update.
+    CHECK((l.optimizer_step_s > 0) == (l.param_bytes > 0));
+    CHECK((l.gradient_copy_s > 0) == (l.param_bytes > 0));
     params += l.param_bytes;
   }
   CHECK(params == model->parameter_count() * 4);
@@ -69,6 +82,8 @@ TEST_CASE("an inference profile times forward passes alone, without autograd",
     REQUIRE(l.batch_sizes == std::vector<int64_t>{4});
     CHECK(l.forward_s[0] > 0);
     CHECK(l.backward_s[0] == 0);
+    CHECK(l.optimizer_step_s == 0); // nothing is trained
+    CHECK(l.gradient_copy_s == 0);
     CHECK(l.stashed_bytes_per_sample == 0); // autograd kept nothing beyond the output
     int64_t out = 4;
     for (auto d : model->output_shape(i))

@@ -1,6 +1,8 @@
 #include "asteroid/training/profiler.hpp"
 
+#include "asteroid/kernels/bucket.hpp"
 #include "asteroid/kernels/compute_device.hpp"
+#include "asteroid/training/optimizer.hpp"
 #include "asteroid/training/memory_tracker.hpp"
 
 #include <algorithm>
@@ -43,6 +45,58 @@ int64_t tensor_bytes(const std::vector<torch::Tensor>& ts) {
   for (auto& t : ts)
     n += t.numel() * static_cast<int64_t>(t.element_size());
   return n;
+}
+
+/// Times what a replica of `params` does once per training step besides its
+/// micro-batches, as the runtime does it: the optimizer's step (its state made
+/// by an untimed first step) and the gradients' copies into a ring
+/// all-reduce's buffer and back. Medians of `repeats` after `warmup` runs,
+/// times `slowdown`. The weights are put back as they were.
+void time_update(const std::vector<torch::Tensor>& params, const profiler_options& options,
+                 torch::Device device, planner::layer_profile& lp) {
+  if (params.empty())
+    return;
+  std::vector<torch::Tensor> saved;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : params) {
+      saved.push_back(p.detach().clone());
+      p.mutable_grad() = torch::randn_like(p);
+    }
+  }
+  optimizer_options o;
+  o.kind = options.optimizer;
+  o.lr = 1e-6;
+  auto optimizer = make_optimizer(o, params);
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params)
+    grads.push_back(p.grad());
+  std::vector<double> step, copy;
+  for (int r = 0; r < 1 + options.warmup + options.repeats; ++r) {
+    kernels::synchronize(device);
+    auto t0 = clock_type::now();
+    optimizer->step();
+    kernels::synchronize(device);
+    auto ts = seconds_since(t0);
+    t0 = clock_type::now();
+    // The runtime's all-reduce (actors' ring_all_reduce.cpp): one bucket
+    // for the whole stage, a fresh buffer every step.
+    auto buckets = kernels::flatten_into_buckets(grads, int64_t{1} << 40);
+    kernels::unflatten_from_buckets(buckets, grads);
+    kernels::synchronize(device);
+    auto tc = seconds_since(t0);
+    if (r > options.warmup) {
+      step.push_back(ts * options.slowdown);
+      copy.push_back(tc * options.slowdown);
+    }
+  }
+  lp.optimizer_step_s = median(step);
+  lp.gradient_copy_s = median(copy);
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < params.size(); ++k) {
+    params[k].copy_(saved[k]);
+    params[k].mutable_grad() = torch::Tensor{};
+  }
 }
 
 } // namespace
@@ -151,6 +205,8 @@ planner::model_profile profile_model(models::sequential_model& model,
                    : std::max<int64_t>(0, held_after_forward / b - lp.output_bytes_per_sample);
       }
     }
+    if (training)
+      time_update(params, options, device, lp);
     profile.layers.push_back(std::move(lp));
   }
   return profile;

@@ -42,6 +42,12 @@ public:
   int64_t working_bytes_per_sample(int first, int end) const;
   /// Bytes per sample entering layer `layer` (the model input for layer 0).
   int64_t boundary_bytes_per_sample(int layer) const;
+  /// Seconds on the profiling device that a replica of layers [first, end)
+  /// spends once per step besides its micro-batches: the optimizer's step
+  /// and, in a group of more than one, copying its gradients into the ring
+  /// all-reduce's buffer and back (0 where the profile did not measure
+  /// them).
+  double update_s(int first, int end, int group_size) const;
 
   /// Memory of a device running layers [first, end) on a share of y samples
   /// with `in_flight` micro-batches stashed: fixed + in_flight * activations
@@ -67,6 +73,8 @@ private:
   std::vector<int64_t> fixed_prefix_;
   std::vector<int64_t> snapshot_prefix_;
   std::vector<int64_t> stash_prefix_;
+  std::vector<double> optimizer_step_prefix_;
+  std::vector<double> gradient_copy_prefix_;
   std::vector<int64_t> working_max_; // [first * L + (end-1)]
   std::vector<int64_t> boundary_;
 };
@@ -107,6 +115,12 @@ enum class boundary_pricing {
   pieces,
 };
 
+/// `update_s` of layers [first, end) for the stage of `group`, on its
+/// slowest device (speeds as `c`'s): what the stage adds after its ring
+/// all-reduce.
+double update_s(const cost_tables& tables, const cluster& c, int first, int end,
+                const std::vector<int>& group);
+
 /// Ring all-reduce seconds of `bytes` (float32) in `group`:
 /// 2(g-1)/g * bytes * r / slowest link in the group + 2(g-1) * largest
 /// latency, where r is that link's all-reduce wire ratio (a ring is
@@ -129,7 +143,8 @@ pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluste
 /// Round (mini-batch) latency of the step model under 1F1B.
 ///
 /// With E(k) = E_f(k) + E_b(k) of step k, SFB = sum_k E(k),
-/// Z = max_k (T_a(k) - sum_{j<k} E_b(j)) and Pi the steady-state period
+/// Z = max_k (T_a(k) - sum_{j<k} E_b(j)) (T_a: the step's
+/// `end_of_round_s`, all-reduce and update) and Pi the steady-state period
 /// per micro-batch:
 ///   T = SFB + (M - 1) * Pi + Z.
 /// Pi = max(D, window cycles): D = max_k E(k) is the busiest resource
@@ -147,7 +162,8 @@ pipeline_steps make_steps(const plan& p, const cost_tables& tables, const cluste
 double round_latency(const pipeline_steps& steps);
 
 /// `round_latency` of S steps given as arrays (forward, backward and
-/// all-reduce seconds; step 2s is stage s, step 2s+1 the link after it),
+/// end-of-round seconds, `pipeline_step::end_of_round_s`; step 2s is stage
+/// s, step 2s+1 the link after it),
 /// for callers that evaluate many step lists (the exhaustive planner).
 double round_latency(const double* forward_s, const double* backward_s,
                      const double* allreduce_s, int num_steps, int micro_batches,

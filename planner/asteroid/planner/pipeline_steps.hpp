@@ -21,9 +21,18 @@ struct pipeline_step {
   double backward_s = 0.0;
   /// Ring all-reduce time at the end of the mini-batch (compute steps only).
   double allreduce_s = 0.0;
+  /// What the slowest replica computes once per mini-batch besides its
+  /// micro-batches (cost_tables::update_s: the optimizer's step and the
+  /// gradients' copies around the ring), after the all-reduce.
+  double update_s = 0.0;
   std::vector<int> devices;
   std::vector<double> device_forward_s;
   std::vector<double> device_backward_s;
+  /// Each device's `update_s` (empty: every replica takes `update_s`).
+  std::vector<double> device_update_s;
+
+  /// The stage's time after its last backward: all-reduce, then update.
+  double end_of_round_s() const { return allreduce_s + update_s; }
 };
 
 /// The cost model's view of a plan: its steps plus the micro-batch count.

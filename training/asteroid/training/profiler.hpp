@@ -21,7 +21,7 @@ struct profiler_options {
   /// a fast core can stand in for a slower device. 1 = no emulation.
   double slowdown = 1.0;
   /// Optimizer whose state size is reported (SGD momentum: 1× the
-  /// parameters; Adam: 2×).
+  /// parameters; Adam: 2×) and whose step is timed.
   optimizer_kind optimizer = optimizer_kind::sgd;
   /// Name recorded as the profile's device.
   std::string device = "local";
@@ -41,7 +41,10 @@ struct profiler_options {
 /// backward time at each batch size, output activation bytes, parameter and
 /// optimizer-state bytes, the bytes its forward leaves alive for the backward
 /// (stash) and the peak working memory on top of them (LibTorch's CPU
-/// allocator, or on CUDA its caching allocator).
+/// allocator, or on CUDA its caching allocator); in training, the time of
+/// the optimizer's step over the layer's parameters and of copying its
+/// gradients into an all-reduce buffer and back (once per training step,
+/// whatever the batch size; the weights are restored afterwards).
 ///
 /// Each layer runs alone on random inputs of its declared shape (token ids
 /// for a model whose input dtype is int64), with `requires_grad` inputs for
