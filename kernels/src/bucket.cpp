@@ -118,6 +118,35 @@ std::vector<bucket> flatten_into_buckets(const std::vector<torch::Tensor>& grads
   return out;
 }
 
+bool aliases(const bucket& b, const std::vector<torch::Tensor>& grads) {
+  if (!b.flat.defined() || b.layout.slots.size() != grads.size())
+    return false;
+  const auto element = static_cast<std::int64_t>(b.flat.element_size());
+  const auto* base = static_cast<const char*>(b.flat.data_ptr());
+  for (const auto& s : b.layout.slots) {
+    if (s.tensor_index >= grads.size())
+      return false;
+    const auto& t = grads[s.tensor_index];
+    if (!t.defined() || t.numel() != s.numel || t.scalar_type() != b.layout.dtype
+        || t.device() != b.layout.device || !t.is_contiguous())
+      return false;
+    // An empty tensor has no storage to share.
+    if (s.numel > 0 && static_cast<const char*>(t.data_ptr()) != base + s.offset * element)
+      return false;
+  }
+  return true;
+}
+
+std::vector<torch::Tensor> slot_views(const bucket& b, const std::vector<torch::Tensor>& like) {
+  check_buffer(b);
+  for (const auto& s : b.layout.slots)
+    check_slot(b.layout, s, like);
+  std::vector<torch::Tensor> out(like.size());
+  for (const auto& s : b.layout.slots)
+    out[s.tensor_index] = b.flat.narrow(0, s.offset, s.numel).view(like[s.tensor_index].sizes());
+  return out;
+}
+
 void unflatten_from_buckets(const std::vector<bucket>& buckets,
                             std::vector<torch::Tensor>& grads) {
   // Check everything first: a mismatch must not leave grads half-written.

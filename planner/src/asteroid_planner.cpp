@@ -349,7 +349,7 @@ public:
 
   // The head's update on its slowest member (cost_tables::update_s).
   double update(int i, int i2, int j, int j2) const {
-    const double u = t_.update_s(i, i2, j2 - j);
+    const double u = t_.update_s(i, i2);
     if (u <= 0.0)
       return 0.0;
     return u / *std::min_element(o_.speed.begin() + j, o_.speed.begin() + j2);

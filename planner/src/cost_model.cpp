@@ -31,7 +31,6 @@ cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
   snapshot_prefix_.assign(W, 0);
   stash_prefix_.assign(W, 0);
   optimizer_step_prefix_.assign(W, 0.0);
-  gradient_copy_prefix_.assign(W, 0.0);
   boundary_.assign(W, 0);
   boundary_[0] = profile.input_bytes_per_sample;
   for (int l = 0; l < L; ++l) {
@@ -42,7 +41,6 @@ cost_tables::cost_tables(const model_profile& profile, int64_t max_share)
     snapshot_prefix_[l + 1] = snapshot_prefix_[l] + lp.param_bytes + lp.optimizer_state_bytes;
     stash_prefix_[l + 1] = stash_prefix_[l] + lp.stash_bytes_per_sample();
     optimizer_step_prefix_[l + 1] = optimizer_step_prefix_[l] + lp.optimizer_step_s;
-    gradient_copy_prefix_[l + 1] = gradient_copy_prefix_[l] + lp.gradient_copy_s;
     boundary_[l + 1] = lp.output_bytes_per_sample;
   }
   working_max_.assign(static_cast<size_t>(L) * L, 0);
@@ -85,12 +83,8 @@ int64_t cost_tables::param_bytes(int first, int end) const {
   return param_prefix_[end] - param_prefix_[first];
 }
 
-double cost_tables::update_s(int first, int end, int group_size) const {
-  double t = optimizer_step_prefix_[end] - optimizer_step_prefix_[first];
-  // A replica alone keeps its gradients where backward left them.
-  if (group_size > 1)
-    t += gradient_copy_prefix_[end] - gradient_copy_prefix_[first];
-  return t;
+double cost_tables::update_s(int first, int end) const {
+  return optimizer_step_prefix_[end] - optimizer_step_prefix_[first];
 }
 
 int64_t cost_tables::fixed_bytes(int first, int end) const {
@@ -209,7 +203,7 @@ double update_s(const cost_tables& tables, const cluster& c, int first, int end,
     slowest = std::min(slowest, c.devices[d].speed);
   if (group.empty() || !(slowest > 0.0))
     return 0.0;
-  return tables.update_s(first, end, static_cast<int>(group.size())) / slowest;
+  return tables.update_s(first, end) / slowest;
 }
 
 double co_located_slowdown(const plan& p, const cluster& c) {
@@ -241,8 +235,7 @@ pipeline_steps make_steps(const plan& p, const cost_tables& t, const cluster& c,
     }
     step.allreduce_s =
       allreduce_s(c, st.devices, static_cast<double>(t.param_bytes(st.first_layer, st.end_layer)));
-    const double update =
-      t.update_s(st.first_layer, st.end_layer, static_cast<int>(st.devices.size()));
+    const double update = t.update_s(st.first_layer, st.end_layer);
     for (int d : st.devices) {
       step.device_update_s.push_back(update / (c.devices[d].speed / slowdown));
       step.update_s = std::max(step.update_s, step.device_update_s.back());

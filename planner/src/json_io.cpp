@@ -125,8 +125,6 @@ layer_profile parse_layer(const json& j, const field& f) {
     l.stashed_bytes_per_sample = get_nonneg_int(*x, f["stashed_bytes_per_sample"]);
   if (auto* x = optional_member(j, "optimizer_step_s"))
     l.optimizer_step_s = get_nonneg(*x, f["optimizer_step_s"]);
-  if (auto* x = optional_member(j, "gradient_copy_s"))
-    l.gradient_copy_s = get_nonneg(*x, f["gradient_copy_s"]);
   return l;
 }
 
@@ -443,11 +441,9 @@ void to_json(json& j, const layer_profile& x) {
            {"optimizer_state_bytes", x.optimizer_state_bytes},
            {"working_bytes_per_sample", x.working_bytes_per_sample},
            {"stashed_bytes_per_sample", x.stashed_bytes_per_sample}};
-  // Unmeasured times stay out, as before they were measured.
+  // An unmeasured time stays out, as before it was measured.
   if (x.optimizer_step_s > 0)
     j["optimizer_step_s"] = x.optimizer_step_s;
-  if (x.gradient_copy_s > 0)
-    j["gradient_copy_s"] = x.gradient_copy_s;
 }
 
 void from_json(const json& j, layer_profile& x) {

@@ -71,7 +71,6 @@ layer_profile range_profile(const model_profile& p, int first, int end) {
     out.optimizer_state_bytes += x.optimizer_state_bytes;
     out.stashed_bytes_per_sample += x.stash_bytes_per_sample();
     out.optimizer_step_s += x.optimizer_step_s;
-    out.gradient_copy_s += x.gradient_copy_s;
     out.working_bytes_per_sample = std::max(out.working_bytes_per_sample,
                                             x.working_bytes_per_sample);
   }

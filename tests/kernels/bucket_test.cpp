@@ -151,3 +151,39 @@ TEST_CASE("mismatches between buckets and gradients are named", "[bucket][errors
   CHECK_THROWS_WITH(flatten_into(broken[0], grads),
                     Catch::StartsWith("bucket buffer does not match its layout"));
 }
+
+TEST_CASE("gradients that are views of their bucket: autograd accumulates into the bucket "
+          "and flattening has nothing to copy", "[bucket]") {
+  auto w = torch::randn({3, 4}, torch::requires_grad());
+  auto b = torch::randn({4}, torch::requires_grad());
+  auto empty = torch::zeros({0}, torch::requires_grad());
+  std::vector<torch::Tensor> params{w, b, empty};
+  auto loss = [&] { return (w.matmul(torch::ones({4})) + b.sum()).sum() + empty.sum(); };
+  loss().backward();
+  std::vector<torch::Tensor> grads{w.grad(), b.grad(), empty.grad()};
+  REQUIRE(grads[2].defined());
+  auto buckets = flatten_into_buckets(grads, int64_t{1} << 40);
+  REQUIRE(buckets.size() == 1);
+  // Fresh gradients live elsewhere.
+  CHECK_FALSE(aliases(buckets[0], grads));
+  auto views = slot_views(buckets[0], grads);
+  REQUIRE(views.size() == 3);
+  CHECK(torch::equal(views[0], grads[0]));
+  CHECK(torch::equal(views[1], grads[1]));
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].mutable_grad() = views[i];
+  CHECK(aliases(buckets[0], {w.grad(), b.grad(), empty.grad()}));
+  // What a step does: zero in place, backward twice (two micro-batches).
+  auto before = buckets[0].flat.clone();
+  for (auto& p : params)
+    p.mutable_grad().zero_();
+  loss().backward();
+  loss().backward();
+  CHECK(aliases(buckets[0], {w.grad(), b.grad(), empty.grad()}));
+  CHECK(torch::allclose(buckets[0].flat, 2 * before));
+  // Another layout, or a gradient replaced by a copy, is no alias.
+  CHECK_FALSE(aliases(buckets[0], {w.grad(), b.grad()}));
+  CHECK_FALSE(aliases(buckets[0], {w.grad().clone(), b.grad(), empty.grad()}));
+  CHECK_THROWS_WITH(slot_views(buckets[0], {w.grad(), torch::zeros({5}), empty.grad()}),
+                    Catch::Contains("has 5 elements"));
+}

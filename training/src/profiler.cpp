@@ -1,6 +1,5 @@
 #include "asteroid/training/profiler.hpp"
 
-#include "asteroid/kernels/bucket.hpp"
 #include "asteroid/kernels/compute_device.hpp"
 #include "asteroid/training/optimizer.hpp"
 #include "asteroid/training/memory_tracker.hpp"
@@ -48,10 +47,11 @@ int64_t tensor_bytes(const std::vector<torch::Tensor>& ts) {
 }
 
 /// Times what a replica of `params` does once per training step besides its
-/// micro-batches, as the runtime does it: the optimizer's step (its state made
-/// by an untimed first step) and the gradients' copies into a ring
-/// all-reduce's buffer and back. Medians of `repeats` after `warmup` runs,
-/// times `slowdown`. The weights are put back as they were.
+/// micro-batches: the optimizer's step (its state made by an untimed first
+/// step). The median of `repeats` after `warmup` runs, times `slowdown`.
+/// The weights are put back as they were. (The gradients need no copy
+/// around a ring all-reduce: from the second step on they are views of its
+/// buffer, actors' ring_all_reduce.cpp.)
 void time_update(const std::vector<torch::Tensor>& params, const profiler_options& options,
                  torch::Device device, planner::layer_profile& lp) {
   if (params.empty())
@@ -68,30 +68,17 @@ void time_update(const std::vector<torch::Tensor>& params, const profiler_option
   o.kind = options.optimizer;
   o.lr = 1e-6;
   auto optimizer = make_optimizer(o, params);
-  std::vector<torch::Tensor> grads;
-  for (auto& p : params)
-    grads.push_back(p.grad());
-  std::vector<double> step, copy;
+  std::vector<double> step;
   for (int r = 0; r < 1 + options.warmup + options.repeats; ++r) {
     kernels::synchronize(device);
     auto t0 = clock_type::now();
     optimizer->step();
     kernels::synchronize(device);
     auto ts = seconds_since(t0);
-    t0 = clock_type::now();
-    // The runtime's all-reduce (actors' ring_all_reduce.cpp): one bucket
-    // for the whole stage, a fresh buffer every step.
-    auto buckets = kernels::flatten_into_buckets(grads, int64_t{1} << 40);
-    kernels::unflatten_from_buckets(buckets, grads);
-    kernels::synchronize(device);
-    auto tc = seconds_since(t0);
-    if (r > options.warmup) {
+    if (r > options.warmup)
       step.push_back(ts * options.slowdown);
-      copy.push_back(tc * options.slowdown);
-    }
   }
   lp.optimizer_step_s = median(step);
-  lp.gradient_copy_s = median(copy);
   torch::NoGradGuard no_grad;
   for (size_t k = 0; k < params.size(); ++k) {
     params[k].copy_(saved[k]);

@@ -53,6 +53,20 @@ std::vector<bucket> flatten_into_buckets(const std::vector<torch::Tensor>& grads
 /// Throws std::invalid_argument when `grads` does not match the layout.
 void flatten_into(bucket& b, const std::vector<torch::Tensor>& grads);
 
+/// Whether every slot's tensor in `grads` is the view `slot_views` made of
+/// `b.flat`: same storage at the slot's offset, same element count, dtype,
+/// device, contiguous. Then the flat buffer already holds the gradients and
+/// flattening them would copy them onto themselves.
+bool aliases(const bucket& b, const std::vector<torch::Tensor>& grads);
+
+/// One view of `b.flat` per slot, shaped like the slot's tensor in `like`
+/// (indexed as `like`; tensors of `like` in no slot stay undefined). A
+/// parameter whose gradient is such a view has autograd accumulate into the
+/// bucket directly (in place, as it does into a defined gradient), so the
+/// next all-reduce needs no copy. Throws std::invalid_argument like
+/// unflatten_from_buckets when a slot does not match `like`.
+std::vector<torch::Tensor> slot_views(const bucket& b, const std::vector<torch::Tensor>& like);
+
 /// Writes every slot of every bucket back into `grads`, in place.
 ///
 /// Works for non-contiguous destinations. Throws std::invalid_argument naming

@@ -44,10 +44,8 @@ public:
   int64_t boundary_bytes_per_sample(int layer) const;
   /// Seconds on the profiling device that a replica of layers [first, end)
   /// spends once per step besides its micro-batches: the optimizer's step
-  /// and, in a group of more than one, copying its gradients into the ring
-  /// all-reduce's buffer and back (0 where the profile did not measure
-  /// them).
-  double update_s(int first, int end, int group_size) const;
+  /// (0 where the profile did not measure it).
+  double update_s(int first, int end) const;
 
   /// Memory of a device running layers [first, end) on a share of y samples
   /// with `in_flight` micro-batches stashed: fixed + in_flight * activations
@@ -74,7 +72,6 @@ private:
   std::vector<int64_t> snapshot_prefix_;
   std::vector<int64_t> stash_prefix_;
   std::vector<double> optimizer_step_prefix_;
-  std::vector<double> gradient_copy_prefix_;
   std::vector<int64_t> working_max_; // [first * L + (end-1)]
   std::vector<int64_t> boundary_;
 };

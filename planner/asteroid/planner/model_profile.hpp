@@ -38,10 +38,6 @@ struct layer_profile {
   /// it to all of the stage's weights). 0 means unmeasured (analytic
   /// profiles, PipeDream imports, profiles written before it was measured).
   double optimizer_step_s = 0.0;
-  /// Seconds per training step to copy this layer's gradients into the
-  /// flat buffer a group's ring all-reduce works on and back, paid by
-  /// every replica of a stage of more than one device. 0 means unmeasured.
-  double gradient_copy_s = 0.0;
 
   /// `stashed_bytes_per_sample`, or `output_bytes_per_sample` when unknown.
   int64_t stash_bytes_per_sample() const {
@@ -78,8 +74,8 @@ struct model_profile {
 /// in one pass: forward and backward times are the layers' sums at every
 /// batch size any of them was sampled at (so interpolating the sum agrees
 /// with summing the interpolations between samples), parameter, optimizer
-/// and stash bytes and the optimizer-step and gradient-copy times are summed,
-/// working bytes are the largest, the output is layer end - 1's. Throws
+/// and stash bytes and the optimizer-step times are summed, working bytes are
+/// the largest, the output is layer end - 1's. Throws
 /// std::invalid_argument for an empty or out-of-range [first, end).
 layer_profile range_profile(const model_profile& p, int first, int end);
 

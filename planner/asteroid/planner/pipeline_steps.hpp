@@ -22,8 +22,8 @@ struct pipeline_step {
   /// Ring all-reduce time at the end of the mini-batch (compute steps only).
   double allreduce_s = 0.0;
   /// What the slowest replica computes once per mini-batch besides its
-  /// micro-batches (cost_tables::update_s: the optimizer's step and the
-  /// gradients' copies around the ring), after the all-reduce.
+  /// micro-batches (cost_tables::update_s: the optimizer's step), after the
+  /// all-reduce.
   double update_s = 0.0;
   std::vector<int> devices;
   std::vector<double> device_forward_s;

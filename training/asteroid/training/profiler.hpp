@@ -42,9 +42,8 @@ struct profiler_options {
 /// optimizer-state bytes, the bytes its forward leaves alive for the backward
 /// (stash) and the peak working memory on top of them (LibTorch's CPU
 /// allocator, or on CUDA its caching allocator); in training, the time of
-/// the optimizer's step over the layer's parameters and of copying its
-/// gradients into an all-reduce buffer and back (once per training step,
-/// whatever the batch size; the weights are restored afterwards).
+/// the optimizer's step over the layer's parameters (once per training
+/// step, whatever the batch size; the weights are restored afterwards).
 ///
 /// Each layer runs alone on random inputs of its declared shape (token ids
 /// for a model whose input dtype is int64), with `requires_grad` inputs for
