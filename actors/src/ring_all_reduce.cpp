@@ -61,7 +61,7 @@ bool all_reduce(replica_self* self) {
       // last all-reduce left (below): autograd accumulated into it in
       // place, and there is nothing to copy. A fresh bucket per step paged
       // in 28,095 pages for BERT-small's 115 MB of gradients (above
-      // glibc's largest mmap threshold), 30-350 ms of system time per step
+      // glibc's largest mmap threshold), 30-330 ms of system time per step
       // and replica on the development machine.
       st.ar_in_place = st.ar_buckets.size() == 1
                        && kernels::aliases(st.ar_buckets[0], st.ar_grads);

@@ -24,7 +24,8 @@ struct simulator_options {
   link_model links = link_model::half_duplex;
   /// Seconds per `load_micro_batch` (0: data is prefetched).
   double load_s = 0.0;
-  /// Seconds per `optimizer_step`.
+  /// Seconds per `optimizer_step`, on top of the compute step's
+  /// `device_update_s` (`update_s`) for the replica.
   double optimizer_s = 0.0;
   /// Keep the event list (off for sweeps).
   bool record_events = true;
@@ -105,7 +106,9 @@ struct simulation_result {
 /// (activations) or `backward_s` (gradients), and then satisfies the
 /// receive of every replica of the receiving stage. `all_reduce` is a
 /// collective of the stage's group: it starts when the last replica arrives
-/// and lasts the compute step's `allreduce_s`.
+/// and lasts the compute step's `allreduce_s`. Each replica's
+/// `optimizer_step` lasts its `device_update_s` (`update_s` when the list is
+/// empty) plus `simulator_options::optimizer_s`.
 ///
 /// Throws std::invalid_argument when a stage has no compute step, a
 /// boundary with traffic has no communication step, or a step's per-device
