@@ -107,21 +107,17 @@ TEST_CASE("planners keep one device when co-location costs more than a pipeline 
 TEST_CASE("asteroid matches exhaustive search under co-location (random instances)",
           "[planner][co-location][random]") {
   std::mt19937_64 rng(20261123);
-  asteroid_planner asteroid;
-  exhaustive_planner exhaustive;
   int compared = 0, one_device = 0, several = 0;
   for (int k = 0; k < 60; ++k) {
     auto inst = test::make_random_instance(rng, 6, 4);
     inst.c.co_location_slowdown = std::uniform_real_distribution<double>(1.0, 1.6)(rng);
     INFO("instance " << k << ", slowdown " << inst.c.co_location_slowdown);
-    plan ex, as;
-    try {
-      ex = exhaustive.make_plan(inst.profile, inst.c, inst.batch);
-    } catch (const planner_error&) {
-      CHECK_THROWS_AS(asteroid.make_plan(inst.profile, inst.c, inst.batch), planner_error);
+    auto both = test::plan_both(inst.profile, inst.c, inst.batch);
+    REQUIRE(both.asteroid.has_value() == both.exhaustive.has_value());
+    if (!both.exhaustive)
       continue;
-    }
-    as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
+    const plan& ex = *both.exhaustive;
+    const plan& as = *both.asteroid;
     ++compared;
     (ex.num_devices() == 1 ? one_device : several)++;
     // Both are priced on the same cluster, the factor included.

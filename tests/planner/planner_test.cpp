@@ -104,30 +104,28 @@ TEST_CASE("asteroid is within 2% of exhaustive search on each of 300 random inst
   CHECK(within == feasible);
 }
 
-TEST_CASE("asteroid matches exhaustive search where each replica's update is priced "
+TEST_CASE("asteroid is within 2% of exhaustive search where each replica's update is priced "
           "(random instances)", "[planner][random]") {
-  // Updates up to a few steps' compute of a layer: enough to move some
-  // optima towards fewer replicas or another cut.
+  // Update times of 0-0.4 s per layer with weights, against 0.5-10 ms per
+  // sample of compute: enough to move the optimum in some instances
+  // (counted below).
   std::mt19937_64 rng(20261130);
   auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
-  asteroid_planner asteroid;
   exhaustive_planner exhaustive;
   int compared = 0, moved = 0;
   for (int k = 0; k < 120; ++k) {
     auto inst = test::make_random_instance(rng, 6, 4);
     auto plain = inst.profile;
-    for (auto& l : inst.profile.layers) {
+    for (auto& l : inst.profile.layers)
       l.optimizer_step_s = l.param_bytes > 0 ? uni(0.0, 0.4) : 0.0;
-    }
     INFO("instance " << k);
-    plan ex, as;
-    try {
-      ex = exhaustive.make_plan(inst.profile, inst.c, inst.batch);
-    } catch (const planner_error&) {
-      CHECK_THROWS_AS(asteroid.make_plan(inst.profile, inst.c, inst.batch), planner_error);
+    auto both = test::plan_both(inst.profile, inst.c, inst.batch);
+    // Asteroid's plans are in the exhaustive search space: same feasibility.
+    REQUIRE(both.asteroid.has_value() == both.exhaustive.has_value());
+    if (!both.exhaustive)
       continue;
-    }
-    as = asteroid.make_plan(inst.profile, inst.c, inst.batch);
+    const plan& ex = *both.exhaustive;
+    const plan& as = *both.asteroid;
     ++compared;
     // The planner prices its plan as evaluate does: the update included.
     check_returned_plan(as, inst.profile, inst.c, inst.batch);

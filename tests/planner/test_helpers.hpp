@@ -3,12 +3,16 @@
 // Small builders shared by the planner tests (not a test source itself).
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "asteroid/planner/asteroid_planner.hpp"
 #include "asteroid/planner/cluster.hpp"
 #include "asteroid/planner/device_catalog.hpp"
+#include "asteroid/planner/error.hpp"
+#include "asteroid/planner/exhaustive_planner.hpp"
 #include "asteroid/planner/json_io.hpp"
 #include "asteroid/planner/model_profile.hpp"
 
@@ -108,6 +112,25 @@ inline random_instance make_random_instance(std::mt19937_64& rng, int max_layers
       r.c.latency_s[a][b] = pick(0, 1) ? uni(0.0, 2e-3) : 0.0;
     }
   return r;
+}
+
+/// The Asteroid planner's and the exhaustive search's plans of one instance;
+/// a planner that refused it (planner_error) has none.
+struct both_plans {
+  std::optional<plan> asteroid, exhaustive;
+};
+
+inline both_plans plan_both(const model_profile& profile, const cluster& c, int64_t batch) {
+  both_plans out;
+  try {
+    out.exhaustive = exhaustive_planner{}.make_plan(profile, c, batch);
+  } catch (const planner_error&) {
+  }
+  try {
+    out.asteroid = asteroid_planner{}.make_plan(profile, c, batch);
+  } catch (const planner_error&) {
+  }
+  return out;
 }
 
 } // namespace asteroid::planner::test
