@@ -160,8 +160,6 @@ struct replica_state {
   /// The all-reduce's buckets; one bucket stays between steps as the
   /// gradients' storage (ring_all_reduce.cpp).
   std::vector<kernels::bucket> ar_buckets;
-  /// This step's gradients already were views of ar_buckets[0].
-  bool ar_in_place = false;
   std::vector<torch::Tensor> ar_grads;
 
   /// The newest version this replica has sent a snapshot of (-1: none).

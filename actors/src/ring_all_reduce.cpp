@@ -63,9 +63,7 @@ bool all_reduce(replica_self* self) {
       // in 28,095 pages for BERT-small's 115 MB of gradients (above
       // glibc's largest mmap threshold), 30-330 ms of system time per step
       // and replica on the development machine.
-      st.ar_in_place = st.ar_buckets.size() == 1
-                       && kernels::aliases(st.ar_buckets[0], st.ar_grads);
-      if (!st.ar_in_place)
+      if (st.ar_buckets.size() != 1 || !kernels::aliases(st.ar_buckets[0], st.ar_grads))
         st.ar_buckets = kernels::flatten_into_buckets(st.ar_grads, int64_t{1} << 40);
       // One bucket (one dtype: the usual case) is reduced in place: a copy
       // of it doubled the gradients' memory and page faults every step
@@ -121,7 +119,7 @@ bool all_reduce(replica_self* self) {
       // The bucket holds the sums: it becomes the gradients, which the
       // optimizer reads and the next backward accumulates into. Their old
       // tensors go.
-      if (!st.ar_in_place) {
+      if (!kernels::aliases(st.ar_buckets[0], st.ar_grads)) {
         auto views = kernels::slot_views(st.ar_buckets[0], st.ar_grads);
         for (size_t i = 0; i < views.size(); ++i)
           e.params[i].mutable_grad() = views[i];

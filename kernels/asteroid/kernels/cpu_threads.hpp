@@ -10,11 +10,11 @@
 /// in every thread that applied it (OpenMP's count is per thread: replicas
 /// and inference stages call `at::init_num_threads()` on their own threads;
 /// a thread that did not runs its first products on every core until a
-/// LibTorch op applies it), but its pthread build (`libopenblas0-pthread`, the one Debian's
-/// recommendation of `libopenblas0` installs) starts a pool as large as the
-/// machine and ignores `torch::set_num_threads`: four nodes on one machine,
-/// each told to compute on one thread, would then each run matrix products
-/// on every core. Setting OpenBLAS's count as well keeps `--threads` true
+/// LibTorch op applies it), but its pthread build (`libopenblas0-pthread`,
+/// the one Debian's recommendation of `libopenblas0` installs) starts a pool
+/// as large as the machine and ignores `torch::set_num_threads`: four nodes
+/// on one machine, each told to compute on one thread, would then each run
+/// matrix products on every core. Setting OpenBLAS's count as well keeps `--threads` true
 /// whichever build is loaded.
 #include <string>
 
