@@ -14,8 +14,8 @@
 /// the one Debian's recommendation of `libopenblas0` installs) starts a pool
 /// as large as the machine and ignores `torch::set_num_threads`: four nodes
 /// on one machine, each told to compute on one thread, would then each run
-/// matrix products on every core. Setting OpenBLAS's count as well keeps `--threads` true
-/// whichever build is loaded.
+/// matrix products on every core. Setting OpenBLAS's count as well keeps
+/// `--threads` true whichever build is loaded.
 #include <string>
 
 namespace asteroid::kernels {
