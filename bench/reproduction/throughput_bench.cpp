@@ -346,12 +346,12 @@ int main(int argc, char** argv) {
   int64_t batch = 32, warmup = 2, steps = 3;
   int repeats = 2;
   bool no_run_ahead = false, half_duplex = false;
-  // One core for the devices' compute (the testbed gives them 1.5; the padding
-  // sleeps) leaves the other to the nodes' data planes, CAF and the supervisor: at
-  // 1.5 their threads competed with that compute for the cores, every boundary of a
-  // pipeline of many small micro-batches waited for them, and such plans ran up to
-  // 17 % below their simulated schedules (docs/benchmarks.md, "Time dilation";
-  // runs 34 and 35).
+  // One core for the devices' compute (the padding sleeps, so only the compute
+  // itself takes cores; the testbed gives it 1.5) leaves the other to the nodes'
+  // data planes, CAF and the supervisor: at 1.5 their threads competed with that
+  // compute for the cores, every boundary of a pipeline of many small
+  // micro-batches waited for them, and such plans ran up to 17 % below their
+  // simulated schedules (run 34; docs/benchmarks.md, "Time dilation").
   double dilation = 0, cpu_budget = 1.0, contender = 0.5, co_location = 0;
   uint16_t port = 27670;
   app.add_option("--envs", envs, "Environments (examples/clusters/env-X-*.json)")
