@@ -312,9 +312,10 @@ public:
       ack_upto_ = r.acknowledged;
       ack_due_ = true;
     }
-    if (r.fresh && h.kind == tensor_kind::echo) {
+    if (r.fresh && h.kind == tensor_kind::echo && h.step != 0) {
       // A link probe: the reply goes back on this connection, so a peer can
-      // never make this node connect anywhere.
+      // never make this node connect anywhere. An echo addressed to no actor
+      // (step 0) is a stream's filler and wants no reply.
       serialization::tensor_message reply;
       reply.kind = tensor_kind::echo_reply;
       reply.job = h.job;

@@ -354,7 +354,10 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       }
       if (m.kind == serialization::tensor_kind::echo) {
         // A link probe's CAF channel; its data-plane echoes are answered
-        // by the data plane itself.
+        // by the data plane itself. A stream's fillers (step 0) want no
+        // reply.
+        if (m.step == 0)
+          return;
         serialization::tensor_message reply;
         reply.kind = serialization::tensor_kind::echo_reply;
         reply.job = m.job;
@@ -606,11 +609,13 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           } else {
             ch = make_caf_channel(caf::actor_cast<caf::actor>(peer));
           }
-          auto send = [&](std::string payload) {
+          // `answer` false: a stream's filler, which the peer takes in
+          // without replying (reply address 0).
+          auto send = [&](std::string payload, bool answer) {
             serialization::tensor_message m;
             m.kind = serialization::tensor_kind::echo;
             m.job = job;
-            m.step = static_cast<int64_t>(w->id());
+            m.step = answer ? static_cast<int64_t>(w->id()) : 0;
             m.payload = std::move(payload);
             return ch->send(w, std::move(m)).empty();
           };
@@ -623,7 +628,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
             return ok;
           };
           auto echo = [&](std::string payload) {
-            return send(std::move(payload)) && await_echo();
+            return send(std::move(payload), true) && await_echo();
           };
           if (stream > 0) {
             auto t = stream_seconds(bytes, stream, send, await_echo);

@@ -50,8 +50,12 @@ round_trips fastest_round_trips(int64_t bytes, int repeats, Echo&& echo) {
 }
 
 /// Seconds until `count` payloads of `bytes`, sent back to back through
-/// `send`, have all been echoed (`await_echo`), as a stage streams its
-/// micro-batches; negative when an echo was lost. The copies are made
+/// `send(payload, answer)`, have all arrived, as a stage streams its
+/// micro-batches; negative when the echo was lost. Only the last payload
+/// asks for an echo (`answer`), which the peer sends once it has taken in
+/// every payload before it (one connection, in order): an echo of each
+/// would time the prober's wake-ups too, where a stage's sends wait for no
+/// answer and iperf3, the anchor, waits for none. The copies are made
 /// before the clock starts, as tensors encoded before their sends. One
 /// untimed stream warms the connection up first: TCP grows its window with
 /// use, and a fresh loopback connection's first stream is several times
@@ -62,12 +66,11 @@ double stream_seconds(int64_t bytes, int count, Send&& send, Await&& await_echo)
     std::vector<std::string> payloads(static_cast<size_t>(count),
                                       std::string(static_cast<size_t>(bytes), 'x'));
     auto t0 = std::chrono::steady_clock::now();
-    for (auto& p : payloads)
-      if (!send(std::move(p)))
-        return -1;
     for (int i = 0; i < count; ++i)
-      if (!await_echo())
+      if (!send(std::move(payloads[static_cast<size_t>(i)]), i + 1 == count))
         return -1;
+    if (!await_echo())
+      return -1;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
   };

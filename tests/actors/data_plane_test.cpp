@@ -235,6 +235,25 @@ TEST_CASE("data plane: the probe echo comes back to the prober's sink") {
   CHECK(reply.step == 12345);
 }
 
+TEST_CASE("data plane: a probe echo addressed to no actor is taken in without a reply") {
+  // A link probe's stream sends its payloads as echoes for actor 0 and asks
+  // only the last one for an answer (probe_timing.hpp).
+  planes p;
+  caf::scoped_actor prober{*p.sys};
+  p.a->add_sink(caf::actor_cast<caf::actor>(prober));
+  REQUIRE(p.a->send(p.b_endpoint(), 0,
+                    msg(tensor_kind::echo, 0, 0, 0, std::string(111, 'f'), p.a_endpoint())));
+  REQUIRE(p.a->send(p.b_endpoint(), 0,
+                    msg(tensor_kind::echo, static_cast<int64_t>(prober->id()), 0, 0,
+                        std::string(222, 'e'), p.a_endpoint())));
+  auto reply = next_tensor(prober);
+  CHECK(reply.kind == tensor_kind::echo_reply);
+  CHECK(reply.step == 222);
+  // A reply to the filler would have come first, on the same connection,
+  // and been dropped by plane a for want of an actor 0.
+  CHECK(p.a->stats().dropped_in == 0);
+}
+
 TEST_CASE("data plane: a paced plane keeps to its rate") {
   actors::data_plane::options o;
   o.rate_Bps = 4e6; // 4 MB/s: 1 MB takes at least a quarter second

@@ -1,6 +1,7 @@
 // Measuring the cluster from the supervisor: a profile taken on a node
 // (with its emulated slowdown) and the link matrix between nodes.
 #include "asteroid/actors/remote_probe.hpp"
+#include "in_process.hpp"
 #include "job_test_helpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -83,4 +84,28 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
   lp.stream = 17;
   CHECK_THROWS_WITH(actors::measure_link(sys, devices[0], cluster.endpoints()[2], lp),
                     Catch::Contains("stream of 17 payloads out of range"));
+}
+
+TEST_CASE("a device answers a probe's echo over CAF, but not a stream's filler") {
+  // A stream's payloads but the last are echoes for actor 0, which want no
+  // reply (probe_timing.hpp); the CAF path keeps to that as the data plane does.
+  in_process env{1};
+  caf::scoped_actor prober{*env.sys};
+  auto echo = [&](int64_t reply_to, size_t bytes) {
+    serialization::tensor_message m;
+    m.kind = serialization::tensor_kind::echo;
+    m.step = reply_to;
+    m.payload = std::string(bytes, 'e');
+    prober->send(env.devices[0], actors::tensor_atom::value, std::move(m));
+  };
+  echo(0, 111);
+  echo(static_cast<int64_t>(prober->id()), 222);
+  int64_t answered = -1;
+  prober->receive(
+    [&](actors::tensor_atom, serialization::tensor_message& m) {
+      if (m.kind == serialization::tensor_kind::echo_reply)
+        answered = m.step;
+    },
+    caf::after(std::chrono::seconds(10)) >> [] {});
+  CHECK(answered == 222);
 }

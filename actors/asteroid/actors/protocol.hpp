@@ -100,7 +100,8 @@ using device_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<caf::pong_atom>,
   caf::replies_to<heartbeat_atom, int64_t>::with<heartbeat_atom, int64_t>,
   /// A snapshot to keep (key: layer range, step: version), or a link
-  /// probe's echo over CAF (answered to its sender with an echo_reply).
+  /// probe's echo over CAF (answered to its sender with an echo_reply,
+  /// unless its step is 0: a probe stream's filler).
   caf::reacts_to<tensor_atom, serialization::tensor_message>,
   /// The snapshots held, as JSON, tagged with the asker's tag.
   caf::replies_to<inventory_atom, int32_t>::with<inventory_atom, int32_t, std::string>,

@@ -16,7 +16,7 @@ enum class tensor_kind : std::uint8_t {
   gradient = 2,   ///< the gradient of those rows, back to the stage before
   all_reduce = 3, ///< a chunk of a group's gradient ring all-reduce
   snapshot = 4,   ///< a stage state (stage_state) kept by another node
-  echo = 5,       ///< link probe: answer with echo_reply to `key`
+  echo = 5,       ///< link probe: answer with echo_reply to actor `step` (0: no answer)
   echo_reply = 6, ///< link probe answer
   input = 7,      ///< the first stage's inputs of one micro-batch
   label = 8,      ///< the last stage's targets of one micro-batch
@@ -41,8 +41,8 @@ struct tensor_identity {
   /// The deployment of the job it belongs to: a receiver drops tensors of
   /// another one (what a replaced replica sent before it stopped).
   std::int64_t generation = 0;
-  /// Training step; a snapshot's version; a probe's reply address (actor id)
-  /// or echoed size.
+  /// Training step; a snapshot's version; a probe's reply address (actor id;
+  /// 0: a stream's filler, not answered) or echoed size.
   std::int64_t step = 0;
   std::int32_t micro_batch = 0;
   /// Which part of a split tensor: the all-reduce chunk index.
