@@ -720,7 +720,11 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   runner.join();
   if (failure)
     std::rethrow_exception(failure);
-  // Compute is padded 10x, so the replicas are busy most of the run.
+  // Compute is padded 10x, so the pinged node's replica computes for a good
+  // part of the run and many pings arrive while it does. That part is about
+  // a third: 27-34 % in seven runs on a host with slower loopback
+  // (2026-12-01), where a bound of 0.3 failed once in CI; 20x padding took it
+  // only to 32-35 %.
   double busy = 0, wall = 0;
   for (auto& it : result.iterations) {
     wall += it["seconds"].get<double>();
@@ -734,7 +738,7 @@ TEST_CASE("a node answers pings within milliseconds while its replicas "
   std::printf("[ping while computing] %d pings, median %.1f ms, 90th percentile %.1f ms, "
               "worst %.1f ms, replica busy %.0f%% of %.2f s\n",
               pings, median, p90, ping_ms.back(), 100 * busy / wall, wall);
-  CHECK(busy > 0.3 * wall);
+  CHECK(busy > 0.2 * wall);
   // A node that computed on its own actor's thread would make most pings
   // wait out a step's compute (about 300 ms here). One slow answer is the
   // shared host's scheduling (one CI run saw 345 ms among 68 pings), so the
