@@ -312,10 +312,11 @@ public:
       ack_upto_ = r.acknowledged;
       ack_due_ = true;
     }
-    if (r.fresh && h.kind == tensor_kind::echo && h.step != 0) {
+    if (r.fresh && h.kind == tensor_kind::echo
+        && h.step != serialization::echo_without_reply) {
       // A link probe: the reply goes back on this connection, so a peer can
-      // never make this node connect anywhere. An echo addressed to no actor
-      // (step 0) is a stream's filler and wants no reply.
+      // never make this node connect anywhere. A stream's filler
+      // (echo_without_reply) wants none.
       serialization::tensor_message reply;
       reply.kind = tensor_kind::echo_reply;
       reply.job = h.job;

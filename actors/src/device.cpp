@@ -354,9 +354,8 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       }
       if (m.kind == serialization::tensor_kind::echo) {
         // A link probe's CAF channel; its data-plane echoes are answered
-        // by the data plane itself. A stream's fillers (step 0) want no
-        // reply.
-        if (m.step == 0)
+        // by the data plane itself. A stream's fillers want no reply.
+        if (m.step == serialization::echo_without_reply)
           return;
         serialization::tensor_message reply;
         reply.kind = serialization::tensor_kind::echo_reply;
@@ -610,12 +609,13 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
             ch = make_caf_channel(caf::actor_cast<caf::actor>(peer));
           }
           // `answer` false: a stream's filler, which the peer takes in
-          // without replying (reply address 0).
+          // without replying.
           auto send = [&](std::string payload, bool answer) {
             serialization::tensor_message m;
             m.kind = serialization::tensor_kind::echo;
             m.job = job;
-            m.step = answer ? static_cast<int64_t>(w->id()) : 0;
+            m.step = answer ? static_cast<int64_t>(w->id())
+                            : serialization::echo_without_reply;
             m.payload = std::move(payload);
             return ch->send(w, std::move(m)).empty();
           };

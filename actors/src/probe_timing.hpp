@@ -54,8 +54,9 @@ round_trips fastest_round_trips(int64_t bytes, int repeats, Echo&& echo) {
 /// micro-batches; negative when the echo was lost. Only the last payload
 /// asks for an echo (`answer`), which the peer sends once it has taken in
 /// every payload before it (one connection, in order): an echo of each
-/// would time the prober's wake-ups too, where a stage's sends wait for no
-/// answer and iperf3, the anchor, waits for none. The copies are made
+/// would time the prober's wake-ups too, which iperf3, the anchor, does not
+/// pay. (A stage's sender does hear back once per micro-batch, its credit
+/// over CAF; the probe times the transport without it.) The copies are made
 /// before the clock starts, as tensors encoded before their sends. One
 /// untimed stream warms the connection up first: TCP grows its window with
 /// use, and a fresh loopback connection's first stream is several times

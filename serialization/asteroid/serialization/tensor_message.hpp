@@ -24,6 +24,10 @@ enum class tensor_kind : std::uint8_t {
 
 inline constexpr std::uint8_t max_tensor_kind = 8;
 
+/// The `step` of an echo that wants no echo_reply: a probe stream's filler
+/// (no actor has id 0).
+inline constexpr std::int64_t echo_without_reply = 0;
+
 /// True for a byte that names a tensor_kind.
 inline bool is_tensor_kind(std::uint8_t k) {
   return k >= 1 && k <= max_tensor_kind;
