@@ -8,7 +8,8 @@
 //    the ceiling a data plane can approach) and a raw-TCP loop that moves
 //    the stream's own distinct payloads (raw_tcp_stream.hpp);
 // 3. the same streams between two testbed devices in network namespaces,
-//    over their veths and bridge, against iperf3 between the same two.
+//    over their veths and bridge, against iperf3 and the raw-TCP anchor
+//    between the same two (this program's --raw-send and --raw-receive).
 #include "../measuring_job.hpp"
 #include "raw_tcp_stream.hpp"
 
@@ -197,13 +198,35 @@ double iperf3_Bps(uint16_t port, int64_t write_bytes, int seconds, int64_t total
   return Bps;
 }
 
-/// Streams over a testbed veth: best data plane and iperf3 Mbit/s per size
-/// (1 and 16 MiB; iperf3 for 3 s and for the stream's bytes), or why they
-/// were not measured.
+/// One round over a testbed veth at one size, Mbit/s: the data plane's
+/// stream, then iperf3 for 3 s and for the stream's bytes, then the raw-TCP
+/// anchor, a few seconds apart.
+struct veth_round {
+  double data_plane = 0, iperf3 = 0, iperf3_burst = 0, raw_tcp = 0;
+};
+
+/// Streams over a testbed veth: every round per size (1 and 16 MiB), or why
+/// they were not measured.
 struct veth_streams {
-  std::array<double, 2> data_plane{0, 0}, iperf3{0, 0}, iperf3_burst{0, 0};
+  std::array<std::vector<veth_round>, 2> rounds;
   std::string problem;
 };
+
+/// Median and largest over the rounds of `of(round)`.
+template <class Of>
+std::pair<double, double> median_and_fastest(const std::vector<veth_round>& rounds, Of of) {
+  std::vector<double> v;
+  for (const auto& r : rounds)
+    v.push_back(of(r));
+  return {v.empty() ? 0.0 : median(v), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())};
+}
+
+/// This program's path: veth_streams.sh runs its raw-TCP anchor's two sides.
+std::string this_program() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{"runtime_bench"} : p.string();
+}
 
 /// Runs scripts/testbed.sh with two unshaped devices (TLS unless `plain`)
 /// and bench/runtime/veth_streams.sh as its command, `rounds` rounds.
@@ -220,7 +243,7 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
              + " --no-shape --base-port " + std::to_string(port) + (plain ? " --no-tls" : "")
              + " --exe " + quoted(exe) + " -- " + quoted(source + "/bench/runtime/veth_streams.sh")
              + " " + quoted(exe) + " " + std::to_string(port + 2) + " "
-             + std::to_string(rounds) + " 2>&1";
+             + std::to_string(rounds) + " " + quoted(this_program()) + " 2>&1";
   std::string out;
   if (FILE* f = ::popen(cmd.c_str(), "r")) {
     std::array<char, 4096> buf;
@@ -235,17 +258,20 @@ veth_streams veth_streams_of(bool plain, int rounds, uint16_t port) {
     while (std::getline(lines, line)) {
       std::istringstream in{line};
       std::string tag;
-      double mib = 0, dp = 0, anchor = 0, burst = 0;
-      if (!(in >> tag >> mib >> dp >> anchor >> burst) || tag != "veth")
+      double mib = 0;
+      veth_round r;
+      if (!(in >> tag >> mib >> r.data_plane >> r.iperf3 >> r.iperf3_burst >> r.raw_tcp)
+          || tag != "veth")
         continue;
-      auto i = mib < 8 ? 0 : 1;
-      v.data_plane[i] = std::max(v.data_plane[i], dp);
-      v.iperf3[i] = std::max(v.iperf3[i], anchor);
-      v.iperf3_burst[i] = std::max(v.iperf3_burst[i], burst);
+      v.rounds[mib < 8 ? 0 : 1].push_back(r);
     }
     bool every_row = true;
-    for (int i = 0; i < 2; ++i)
-      every_row = every_row && v.data_plane[i] > 0 && v.iperf3[i] > 0 && v.iperf3_burst[i] > 0;
+    for (const auto& size : v.rounds) {
+      every_row = every_row && static_cast<int>(size.size()) == rounds;
+      for (const auto& r : size)
+        every_row = every_row && r.data_plane > 0 && r.iperf3 > 0 && r.iperf3_burst > 0
+                    && r.raw_tcp > 0;
+    }
     if (status != 0 || !every_row) {
       // The testbed's last words say why (no root, no namespaces, ...).
       auto tail = out.size() > 600 ? out.substr(out.size() - 600) : out;
@@ -282,6 +308,9 @@ int main(int argc, char** argv) {
   app.add_option("--base-port", port,
                  "first of 12 loopback ports used (port .. port + 11); the veth testbeds use "
                  "port + 12 .. port + 14 inside their namespaces");
+  int veth_rounds = 7;
+  app.add_option("--veth-rounds", veth_rounds, "interleaved rounds over the testbed veth")
+    ->check(CLI::Range(1, 50));
   bool no_veth = false;
   app.add_flag("--no-veth", no_veth,
                "skip the streams over a testbed veth (they need root and network namespaces)");
@@ -294,7 +323,55 @@ int main(int argc, char** argv) {
   app.add_flag("--transfers-only", transfers_only,
                "skip the step comparison: only the transfer streams, paced links and veth "
                "streams");
+  // The raw-TCP anchor's two sides as processes of their own, for the
+  // streams over a veth (veth_streams.sh runs one in each namespace).
+  std::string raw_receive, raw_send;
+  int64_t raw_bytes = 1 << 20;
+  int raw_count = 64;
+  app.add_option("--raw-receive", raw_receive,
+                 "only receive a raw-TCP anchor's streams on IPv4:PORT, then exit "
+                 "(bench/runtime/veth_streams.sh)");
+  app.add_option("--raw-send", raw_send,
+                 "only send a raw-TCP anchor's streams to IPv4:PORT and print Mbit/s "
+                 "(bench/runtime/veth_streams.sh)");
+  app.add_option("--raw-bytes", raw_bytes, "payload bytes of a raw-TCP stream")
+    ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--raw-count", raw_count, "payloads per raw-TCP stream")
+    ->check(CLI::Range(1, 4096));
   CLI11_PARSE(app, argc, argv);
+  if (!raw_receive.empty() || !raw_send.empty()) {
+    if (raw_bytes * raw_count > (int64_t{1} << 30)) {
+      std::fprintf(stderr, "runtime_bench: --raw-bytes x --raw-count must be at most 1 GiB\n");
+      return 2;
+    }
+    const auto& at = raw_receive.empty() ? raw_send : raw_receive;
+    auto colon = at.rfind(':');
+    int64_t p = 0;
+    try {
+      size_t used = 0;
+      auto digits = colon == std::string::npos ? std::string{} : at.substr(colon + 1);
+      p = std::stoll(digits, &used);
+      if (used != digits.size())
+        p = 0;
+    } catch (const std::exception&) {
+      p = 0;
+    }
+    if (p < 1 || p > 65535 || !raw_receive.empty() == !raw_send.empty()) {
+      std::fprintf(stderr, "runtime_bench: give one of --raw-receive and --raw-send, as "
+                           "IPv4:PORT (got '%s')\n",
+                   at.c_str());
+      return 2;
+    }
+    const auto ip = at.substr(0, colon);
+    const auto raw_port = static_cast<uint16_t>(p);
+    if (!raw_receive.empty())
+      return bench::raw_tcp_receive(ip, raw_port, raw_bytes, raw_count) ? 0 : 1;
+    auto Bps = bench::raw_tcp_send_Bps(ip, raw_port, raw_bytes, raw_count);
+    if (Bps <= 0)
+      return 1;
+    std::printf("%.1f\n", Bps * 8e-6);
+    return 0;
+  }
   if (std::string(ASTEROID_CLI_PATH).empty()) {
     std::fprintf(stderr, "runtime_bench: the asteroid program is not built\n");
     return 2;
@@ -532,15 +609,19 @@ int main(int argc, char** argv) {
     return 0;
   // Over a veth: two testbed devices in network namespaces, links not
   // shaped, the path a testbed job's tensors take (veth, bridge, veth).
-  const int veth_rounds = std::min(repeats, 3);
   std::printf("\nStreams between two testbed devices in network namespaces, links not shaped "
               "(scripts/testbed.sh --no-shape; plain: --no-tls): the data plane's 1 MiB x 64 "
               "and 16 MiB x 4 streams from node 0 to node 1 against iperf3 (1 MiB writes; 3 s, "
-              "and the stream's bytes, -n, on a fresh connection) between the same two "
-              "namespaces, fastest of %d rounds each; goal: data plane >= 0.9 x iperf3\n\n"
+              "and the stream's bytes, -n, on a fresh connection) and the raw-TCP anchor (the "
+              "stream's own payloads, one connection) between the same two namespaces, %d "
+              "interleaved rounds; goal: data plane >= 0.9 x iperf3. Over a veth one method's "
+              "rounds can spread twofold or more, so the ratios are the median of the rounds' "
+              "own ratios (each round measures every column a few seconds apart); the rates "
+              "are medians, and the fastest round of each follows.\n\n"
               "| size | data plane Mbit/s | TLS data plane Mbit/s | iperf3 3 s Mbit/s | data "
-              "plane / iperf3 | iperf3, the stream's bytes, Mbit/s | data plane / that | TLS / "
-              "plain |\n|---|---|---|---|---|---|---|---|\n",
+              "plane / iperf3 | iperf3, the stream's bytes, Mbit/s | data plane / that | raw "
+              "TCP Mbit/s | data plane / raw TCP | TLS / plain |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n",
               veth_rounds);
   auto plain_veth = veth_streams_of(true, veth_rounds, static_cast<uint16_t>(port + 12));
   auto tls_veth = plain_veth.problem.empty()
@@ -550,17 +631,40 @@ int main(int argc, char** argv) {
     std::printf("| not measured | %s |\n", plain_veth.problem.c_str());
     return 0;
   }
-  for (int i = 0; i < 2; ++i) {
-    // iperf3 of the plain testbed, whose rounds interleave with the plain
-    // streams: as many samples on each side.
-    auto anchor = plain_veth.iperf3[i], burst = plain_veth.iperf3_burst[i];
-    std::printf("| %d MiB | %.1f | %.1f | %.1f | %.3f | %.1f | %.3f | %.3f |\n", i == 0 ? 1 : 16,
-                plain_veth.data_plane[i], tls_veth.data_plane[i], anchor,
-                anchor > 0 ? plain_veth.data_plane[i] / anchor : 0.0, burst,
-                burst > 0 ? plain_veth.data_plane[i] / burst : 0.0,
-                plain_veth.data_plane[i] > 0
-                  ? tls_veth.data_plane[i] / plain_veth.data_plane[i] : 0.0);
-  }
+  for (int fastest = 0; fastest < 2; ++fastest)
+    for (int i = 0; i < 2; ++i) {
+      // iperf3 and the raw anchor of the plain testbed, whose rounds
+      // interleave with the plain streams: as many samples on each side.
+      const auto& rounds = plain_veth.rounds[i];
+      auto pick = [&](auto of) {
+        auto m = median_and_fastest(rounds, of);
+        return fastest ? m.second : m.first;
+      };
+      auto dp = pick([](const veth_round& r) { return r.data_plane; });
+      auto anchor = pick([](const veth_round& r) { return r.iperf3; });
+      auto burst = pick([](const veth_round& r) { return r.iperf3_burst; });
+      auto raw = pick([](const veth_round& r) { return r.raw_tcp; });
+      // The TLS testbed is another one: its streams against the plain ones'
+      // (medians, or fastest rounds), not paired by round.
+      auto tls_m = median_and_fastest(tls_veth.rounds[i],
+                                      [](const veth_round& r) { return r.data_plane; });
+      auto tls = fastest ? tls_m.second : tls_m.first;
+      // Median ratios pair each round's own columns; the fastest row divides
+      // the fastest rounds.
+      auto ratio = [&](double (*of)(const veth_round&), double fastest_anchor) {
+        if (fastest)
+          return fastest_anchor > 0 ? dp / fastest_anchor : 0.0;
+        return median_and_fastest(rounds, [of](const veth_round& r) {
+                 return of(r) > 0 ? r.data_plane / of(r) : 0.0;
+               }).first;
+      };
+      std::printf("| %d MiB%s | %.1f | %.1f | %.1f | %.3f | %.1f | %.3f | %.1f | %.3f | %.3f |\n",
+                  i == 0 ? 1 : 16, fastest ? ", fastest round" : ", median", dp, tls, anchor,
+                  ratio([](const veth_round& r) { return r.iperf3; }, anchor), burst,
+                  ratio([](const veth_round& r) { return r.iperf3_burst; }, burst), raw,
+                  ratio([](const veth_round& r) { return r.raw_tcp; }, raw),
+                  dp > 0 ? tls / dp : 0.0);
+    }
   if (!tls_veth.problem.empty())
     std::printf("\nTLS over the veth not measured: %s\n", tls_veth.problem.c_str());
   return 0;

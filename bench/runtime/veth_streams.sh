@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs inside the testbed (scripts/testbed.sh ... -- THIS EXE PORT REPEATS), two devices in their
-# own network namespaces, links not shaped: streams of 1 MiB and 16 MiB tensors from node 0 to
-# node 1 on the data plane (`asteroid probe --stream`), and iperf3 between the same two
-# namespaces over the same veths and bridge, interleaved, REPEATS rounds. Prints one line per
-# stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT" (the burst: the
-# stream's bytes, -n, on a fresh connection). runtime_bench reads them.
+# Runs inside the testbed (scripts/testbed.sh ... -- THIS EXE PORT REPEATS BENCH), two devices in
+# their own network namespaces, links not shaped: streams of 1 MiB and 16 MiB tensors from node 0
+# to node 1 on the data plane (`asteroid probe --stream`), and between the same two namespaces
+# over the same veths and bridge iperf3 and the raw-TCP anchor (BENCH, runtime_bench
+# --raw-send/--raw-receive: the stream's own distinct payloads over one connection, nothing
+# else), interleaved, REPEATS rounds. Prints one line per stream: "veth SIZE_MIB
+# DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT RAW_TCP_MBIT" (the burst: the stream's
+# bytes, -n, on a fresh connection). runtime_bench reads them.
 set -euo pipefail
-exe=$1 port=$2 repeats=$3
+exe=$1 port=$2 repeats=$3 bench=$4
 [[ ${ASTEROID_TESTBED_MODE:-} == netns ]] \
   || { echo "veth_streams: the testbed runs without namespaces (${ASTEROID_TESTBED_MODE:-?})" >&2
        exit 3; }
@@ -18,21 +20,43 @@ credentials=()
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
 
-# Mbit/s that iperf3 moves from namespace 0 to namespace 1 with the given
-# length option (-t SECONDS or -n BYTES), against a one-off server.
-iperf3_mbit() {
-  ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
-  local server=$! listening
+# Waits (up to 5 s) until something listens on $port in namespace 1.
+await_listener() {
+  local listening
   for _ in $(seq 100); do
     # Captured, not piped into grep -q: under pipefail a pipe closed early
     # would read as "not listening".
     listening=$(ip netns exec "${ns[1]}" ss -Hltn "sport = :$port" || true)
-    [[ -z $listening ]] || break
+    [[ -z $listening ]] || return 0
     sleep 0.05
   done
+  return 1
+}
+
+# Mbit/s that iperf3 moves from namespace 0 to namespace 1 with the given
+# length option (-t SECONDS or -n BYTES), against a one-off server.
+iperf3_mbit() {
+  ip netns exec "${ns[1]}" timeout 20 iperf3 -s -1 -B "${ips[1]}" -p "$port" >/dev/null 2>&1 &
+  local server=$!
+  await_listener || true # iperf3's own error says what went wrong
   ip netns exec "${ns[0]}" timeout 20 iperf3 -c "${ips[1]}" -p "$port" -l 1M "$@" -J \
     | jq '.end.sum_received.bits_per_second / 1e6'
   wait "$server" || true
+}
+
+# Mbit/s of the raw-TCP anchor's second stream of COUNT payloads of BYTES
+# from namespace 0 to namespace 1.
+raw_mbit() {
+  ip netns exec "${ns[1]}" timeout 30 "$bench" --raw-receive "${ips[1]}:$port" \
+    --raw-bytes "$1" --raw-count "$2" &
+  local receiver=$!
+  await_listener || { echo "veth_streams: the raw-TCP receiver does not listen" >&2; exit 1; }
+  local mbit
+  mbit=$(ip netns exec "${ns[0]}" timeout 30 "$bench" --raw-send "${ips[1]}:$port" \
+           --raw-bytes "$1" --raw-count "$2") \
+    || { echo "veth_streams: the raw-TCP sender failed" >&2; exit 1; }
+  wait "$receiver" || { echo "veth_streams: the raw-TCP receiver failed" >&2; exit 1; }
+  echo "$mbit"
 }
 
 for (( r = 0; r < repeats; ++r )); do
@@ -50,6 +74,7 @@ for (( r = 0; r < repeats; ++r )); do
     # against a burst).
     anchor=$(iperf3_mbit -t 3)
     burst=$(iperf3_mbit -n $(( count * mib ))M)
-    echo "veth $mib $dp $anchor $burst"
+    raw=$(raw_mbit $(( mib << 20 )) "$count")
+    echo "veth $mib $dp $anchor $burst $raw"
   done
 done
