@@ -4,9 +4,10 @@
 # to node 1 on the data plane (`asteroid probe --stream`), and between the same two namespaces
 # over the same veths and bridge iperf3 and the raw-TCP anchor (BENCH, runtime_bench
 # --raw-send/--raw-receive: the stream's own distinct payloads over one connection, nothing
-# else), interleaved, REPEATS rounds. Prints one line per stream: "veth SIZE_MIB
-# DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT RAW_TCP_MBIT" (the burst: the stream's
-# bytes, -n, on a fresh connection). runtime_bench reads them.
+# else), interleaved, REPEATS rounds (the data plane first in even rounds, last in odd ones).
+# Prints one line per stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT
+# RAW_TCP_MBIT" (the burst: the stream's bytes, -n, on a fresh connection). runtime_bench reads
+# them.
 set -euo pipefail
 exe=$1 port=$2 repeats=$3 bench=$4
 [[ ${ASTEROID_TESTBED_MODE:-} == netns ]] \
@@ -63,18 +64,27 @@ for (( r = 0; r < repeats; ++r )); do
   for mib in 1 16; do
     # As runtime_bench's loopback streams: about 64 MiB per stream.
     count=$(( mib == 1 ? 64 : 4 ))
+    # iperf3 writes at most 1 MiB at a time: 3 s over one persistent
+    # connection, then exactly the stream's bytes on a fresh one (a burst
+    # against a burst). The order turns round every round: what ran just
+    # before a measurement moves it (the raw anchor read higher right after
+    # iperf3's 3 s than in turns of its own with the data plane).
+    if (( r % 2 == 1 )); then
+      raw=$(raw_mbit $(( mib << 20 )) "$count")
+      burst=$(iperf3_mbit -n $(( count * mib ))M)
+      anchor=$(iperf3_mbit -t 3)
+    fi
     if ! probe=$("$exe" probe --nodes "${nodes[0]}" "${nodes[1]}" --stream "$count" \
                    --bytes $(( mib << 20 )) "${credentials[@]}" 2>"$errors"); then
       echo "veth_streams: the probe failed: $(tail -n 3 "$errors")" >&2
       exit 1
     fi
     dp=$(jq '.bandwidth_mbps[0][1]' <<<"$probe")
-    # iperf3 writes at most 1 MiB at a time: 3 s over one persistent
-    # connection, then exactly the stream's bytes on a fresh one (a burst
-    # against a burst).
-    anchor=$(iperf3_mbit -t 3)
-    burst=$(iperf3_mbit -n $(( count * mib ))M)
-    raw=$(raw_mbit $(( mib << 20 )) "$count")
+    if (( r % 2 == 0 )); then
+      anchor=$(iperf3_mbit -t 3)
+      burst=$(iperf3_mbit -n $(( count * mib ))M)
+      raw=$(raw_mbit $(( mib << 20 )) "$count")
+    fi
     echo "veth $mib $dp $anchor $burst $raw"
   done
 done
