@@ -41,12 +41,17 @@ bool bound_waits(int fd) {
          && ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
 }
 
-/// `ip` (dotted IPv4) and `port`; false when `ip` is not an address.
+/// `ip` (dotted IPv4) and `port`; false, and a message on stderr, when `ip`
+/// is not an address.
 bool address_of(const std::string& ip, uint16_t port, sockaddr_in& a) {
   a = sockaddr_in{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
-  return ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1;
+  if (::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1)
+    return true;
+  std::fprintf(stderr, "runtime_bench: raw TCP stream: %s is not an IPv4 address\n",
+               ip.c_str());
+  return false;
 }
 
 /// A listening socket on `at`, or -1.
@@ -153,11 +158,8 @@ bool raw_tcp_receive(const std::string& ip, uint16_t port, int64_t bytes, int co
   const auto where = "receiving on " + ip + ":" + std::to_string(port);
   errno = 0;
   sockaddr_in at{};
-  if (!address_of(ip, port, at)) {
-    std::fprintf(stderr, "runtime_bench: raw TCP stream: %s is not an IPv4 address\n",
-                 ip.c_str());
+  if (!address_of(ip, port, at))
     return false;
-  }
   descriptor listener{listen_on(at)};
   if (listener.fd < 0) {
     failed(where, "listen");
@@ -174,11 +176,8 @@ double raw_tcp_send_Bps(const std::string& ip, uint16_t port, int64_t bytes, int
   const auto where = "to " + ip + ":" + std::to_string(port);
   errno = 0;
   sockaddr_in at{};
-  if (!address_of(ip, port, at)) {
-    std::fprintf(stderr, "runtime_bench: raw TCP stream: %s is not an IPv4 address\n",
-                 ip.c_str());
+  if (!address_of(ip, port, at))
     return 0;
-  }
   double Bps = send_streams(at, bytes, count);
   return Bps > 0 ? Bps : failed(where, "stream");
 }
