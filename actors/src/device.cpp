@@ -372,6 +372,19 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
                       self->state.opts.name, serialization::to_string(m.kind));
         return;
       }
+      // A replica's snapshot from a deployment the job has replaced (one
+      // on a node counted lost that still ran, or one sent before a halt
+      // and delivered after it): kept, it would push out of the store a
+      // version the supervisor took from the inventory to recover from, and
+      // the deployment that restores it would find nothing. What the
+      // supervisor sends or a node copies (sender -1) is current.
+      const auto halted_below = self->state.halt_below->load();
+      if (m.sender >= 0 && m.generation < halted_below) {
+        spdlog::info("{}: dropped snapshot {} of version {} from generation {} (halted "
+                     "below {})",
+                     self->state.opts.name, m.key, m.step, m.generation, halted_below);
+        return;
+      }
       std::string err = self->state.store.put(m.key, m.step, std::move(m.payload));
       if (!err.empty())
         spdlog::error("{}: dropped snapshot: {}", self->state.opts.name, err);
@@ -726,6 +739,12 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         if (state.empty() && version >= 0) {
           state = self->state.store.assemble(spec.first_layer, spec.end_layer,
                                              version);
+          // Said here: an empty state would otherwise be taken for an
+          // upload, and fail to decode with no word of the version.
+          if (state.empty())
+            throw std::runtime_error(
+              no_snapshot(self, range_key(spec.first_layer, spec.end_layer), version)
+              + " to restore from");
           // A job without snapshots keeps none: what is here was sent for
           // this build (the supervisor's send_states), and the replica
           // holds it from now on.

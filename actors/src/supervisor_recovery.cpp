@@ -144,10 +144,12 @@ int64_t supervisor::recover(const std::set<int>& lost, int64_t failed_step) {
   // whatever they send until then belongs to the generation before. Their
   // devices halt them at their next op, so that a replica that will be kept
   // takes its new spec without first computing the rest of a step that is
-  // replayed anyway.
+  // replayed anyway. A node counted lost whose connection is still open
+  // (silent for a while, not gone) is halted too: its replicas would go on
+  // computing, and snapshotting, a generation that is over.
   ++generation_;
   for (int d = 0; d < static_cast<int>(devices_.size()); ++d)
-    if (!dead_.count(d))
+    if (!closed_.count(d))
       self_->send(devices_[d], halt_atom::value, int64_t{generation_});
   std::vector<std::string> changes;
   int copied = 0;

@@ -1,10 +1,13 @@
 // A node serves one job at a time: a node process on loopback, a "job" (an
 // actor system that claims it) and a stranger (another actor system, as
-// another program on the network would be) that tries to use it meanwhile.
-// Ports 27385-27386.
+// another program on the network would be) that tries to use it meanwhile;
+// and what the node's snapshot store keeps once the job halted a deployment.
+// Ports 27385-27387.
 #include "job_test_helpers.hpp"
 
 #include "asteroid/actors/protocol.hpp"
+#include "asteroid/actors/replica_spec.hpp"
+#include "asteroid/planner/schedule.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 
 #include <thread>
@@ -90,12 +93,17 @@ struct program {
                [&](caf::error& e) { out = sys->render(e); });
     return out;
   }
-  void snapshot(int64_t job, const std::string& key, int64_t version) {
+  /// A snapshot as the supervisor sends one (`sender` -1) or as replica
+  /// `sender` of deployment `generation` does.
+  void snapshot(int64_t job, const std::string& key, int64_t version,
+                int64_t generation = 0, int32_t sender = -1) {
     serialization::tensor_message m;
     m.kind = serialization::tensor_kind::snapshot;
     m.job = job;
     m.key = key;
     m.step = version;
+    m.generation = generation;
+    m.sender = sender;
     m.payload = serialization::encode_tensors({{"w", torch::ones({4})}});
     (*self)->send(node, actors::tensor_atom::value, std::move(m));
   }
@@ -103,6 +111,26 @@ struct program {
     std::string out = "no reply";
     (*self)->request(node, timeout, actors::deploy_atom::value, std::string("{}"),
                      std::string{})
+      .receive([&](std::string& e, caf::actor&) { out = e; },
+               [&](caf::error& e) { out = sys->render(e); });
+    return out;
+  }
+  /// Error of deploying the 3-layer mlp of job `job` as a one-stage
+  /// pipeline restored from the node's own snapshots of `version`.
+  std::string deploy_restoring(int64_t job, int64_t version) {
+    actors::replica_spec spec;
+    spec.model = "mlp";
+    spec.model_options = json::object();
+    spec.first_layer = 0;
+    spec.end_layer = 3;
+    spec.batch_size = 8;
+    spec.shares = {8};
+    spec.job = job;
+    spec.stream = planner::find_schedule("1f1b").stream(0, 1, 1);
+    auto j = actors::to_json(spec);
+    j["restore_version"] = version;
+    std::string out = "no reply";
+    (*self)->request(node, timeout, actors::deploy_atom::value, j.dump(), std::string{})
       .receive([&](std::string& e, caf::actor&) { out = e; },
                [&](caf::error& e) { out = sys->render(e); });
     return out;
@@ -233,4 +261,31 @@ TEST_CASE("a job on a node that serves another job fails naming the node, and "
                                     "job: node0 refused job")
                       && Catch::Contains("busy with another job (job 111)"));
   CHECK(first.inventory() == R"({"L0-2":[0]})");
+}
+
+TEST_CASE("after a halt, a replaced generation's snapshots do not push the versions "
+          "a recovery restores from out of the node's store") {
+  // As a recovery meets it: the supervisor reads the inventory after halting
+  // the old generation, then deploys a stage restored from a version listed
+  // there. A replica of the old generation that still runs (on a node
+  // counted lost but not gone) snapshots the next version meanwhile; the
+  // store keeps two versions per range, so kept, it would evict the oldest.
+  actors::local_cluster cluster{cluster_options(1, 27387)};
+  program job{27387};
+  REQUIRE(job.claim(111, 10).first.empty());
+  job.snapshot(111, "L0-3", 0, 0, 0);
+  job.snapshot(111, "L0-3", 1, 0, 0);
+  REQUIRE(job.inventory() == R"({"L0-3":[0,1]})");
+  (*job.self)->send(job.node, actors::halt_atom::value, int64_t{1});
+  job.snapshot(111, "L0-3", 2, 0, 0);
+  CHECK(job.inventory() == R"({"L0-3":[0,1]})");
+  CHECK(job.fetch("L0-3", 0).empty());
+  // What the supervisor sends (sender -1) and the new generation's replicas
+  // snapshot are kept.
+  job.snapshot(111, "L2-3", 1, 0, -1);
+  job.snapshot(111, "L0-3", 2, 1, 0);
+  CHECK(job.inventory() == R"({"L0-3":[1,2],"L2-3":[1]})");
+  // A restore from a version the node does not hold is named as such.
+  CHECK_THAT(job.deploy_restoring(111, 0),
+             Catch::Contains("node0 holds no snapshot L0-3 of version 0 to restore from"));
 }
