@@ -312,14 +312,18 @@ public:
       ack_upto_ = r.acknowledged;
       ack_due_ = true;
     }
-    if (r.fresh && h.kind == tensor_kind::echo
-        && h.step != serialization::echo_without_reply) {
+    if (h.kind == tensor_kind::echo && h.step != serialization::echo_without_reply) {
       // A link probe: the reply goes back on this connection, so a peer can
       // never make this node connect anywhere. A stream's filler
-      // (echo_without_reply) wants none.
+      // (echo_without_reply) wants none. A duplicate is answered too: it is
+      // an echo written again on a new connection after the old one broke,
+      // whose first answer may have been lost with that one, and the prober
+      // waits for an answer. The reply carries the echo's generation, the
+      // prober's tag, so that it can tell a second answer from the next one.
       serialization::tensor_message reply;
       reply.kind = tensor_kind::echo_reply;
       reply.job = h.job;
+      reply.generation = h.generation;
       reply.step = echo_size;
       if (replies_.size() < max_replies)
         replies_.push_back(frame_of(std::move(reply), static_cast<caf::actor_id>(h.step)));

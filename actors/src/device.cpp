@@ -46,6 +46,7 @@ namespace {
 /// `step`), with room to spare.
 constexpr uint64_t max_echo_reply = 4096;
 
+using detail::answers_echo;
 using detail::fastest_round_trips;
 using detail::max_probe_growths;
 using detail::round_trips;
@@ -360,6 +361,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         serialization::tensor_message reply;
         reply.kind = serialization::tensor_kind::echo_reply;
         reply.job = m.job;
+        reply.generation = m.generation; // the prober's tag (ast_probe)
         reply.step = static_cast<int64_t>(m.payload.size());
         // Back over a CAF channel too, as every tensor goes (channel.hpp).
         if (auto prober = caf::actor_cast<caf::actor>(self->current_sender()))
@@ -623,22 +625,32 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           }
           // `answer` false: a stream's filler, which the peer takes in
           // without replying.
+          // Each echo that asks for an answer has a tag of its own
+          // (answers_echo).
+          int64_t tag = 0;
           auto send = [&](std::string payload, bool answer) {
             serialization::tensor_message m;
             m.kind = serialization::tensor_kind::echo;
             m.job = job;
+            m.generation = answer ? ++tag : 0;
             m.step = answer ? static_cast<int64_t>(w->id())
                             : serialization::echo_without_reply;
             m.payload = std::move(payload);
             return ch->send(w, std::move(m)).empty();
           };
           auto await_echo = [&] {
-            bool ok = false;
-            w->receive([&](tensor_atom, serialization::tensor_message& m) {
-                         ok = m.kind == serialization::tensor_kind::echo_reply;
-                       },
-                       caf::after(std::chrono::seconds(30)) >> [] {});
-            return ok;
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+            for (;;) {
+              bool answered = false, timed_out = false;
+              w->receive([&](tensor_atom, serialization::tensor_message& m) {
+                           answered = answers_echo(m, tag);
+                         },
+                         caf::after(std::max(deadline - std::chrono::steady_clock::now(),
+                                             std::chrono::steady_clock::duration::zero()))
+                           >> [&] { timed_out = true; });
+              if (answered || timed_out)
+                return answered;
+            }
           };
           auto echo = [&](std::string payload) {
             return send(std::move(payload), true) && await_echo();

@@ -1,6 +1,8 @@
 #pragma once
 // How the node side of a link probe times its echoes (`ast_probe` in
 // device.cpp): round trips of two sizes, and streams of payloads.
+#include "asteroid/serialization/tensor_message.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -9,6 +11,16 @@
 #include <vector>
 
 namespace asteroid::actors::detail {
+
+/// Whether `reply` answers the echo tagged `tag` (the echo's generation,
+/// which the peer copies into its answer). A peer answers an echo that was
+/// written again after a broken connection once more, and such a second
+/// answer, or a late one, must not be taken for the next echo's. Tag 0 is
+/// the answer of a node older than tags, taken as before.
+inline bool answers_echo(const serialization::tensor_message& reply, int64_t tag) {
+  return reply.kind == serialization::tensor_kind::echo_reply
+         && (reply.generation == tag || reply.generation == 0);
+}
 
 /// Fastest of `repeats` round trips `echo(bytes)` for a 1-byte payload and
 /// for a `bytes`-sized one (negative: an echo was lost). The two sizes take

@@ -2,7 +2,8 @@
 // stream of frames, from either end, cost neither a frame nor a duplicate;
 // a peer whose process is gone is given up at once, one out of reach after
 // the heal timeout (or a served job's path window), and a peer that answers with anything but
-// acknowledgements is closed and the frame written again. Two planes in this
+// acknowledgements is closed and the frame written again; a probe's echo written again is
+// answered again. Two planes in this
 // process, or one and a raw socket, on loopback.
 #include "asteroid/actors/credentials.hpp"
 #include "asteroid/actors/data_plane.hpp"
@@ -343,4 +344,45 @@ TEST_CASE("data plane: a peer that writes a tensor back on our connection is "
   ::close(first);
   ::close(second);
   ::close(listener);
+}
+
+TEST_CASE("data plane: a probe's echo written again on a new connection is "
+          "answered again, with the echo's tag") {
+  // The prober's plane writes an unacknowledged echo again after its
+  // connection broke; the answer to the first copy may have been lost with
+  // that connection, and the prober waits for one.
+  two_planes p;
+  tensor_message m;
+  m.kind = tensor_kind::echo;
+  m.generation = 7; // the prober's tag for this echo
+  m.step = 4242;    // the prober's actor, where the answer goes
+  m.payload = "ping";
+  auto h = serialization::frame_header_of(m, 0);
+  h.link = 99;
+  h.sequence = 1;
+  auto header = serialization::encode_frame_header(h);
+  auto echo_once = [&] {
+    int fd = test::connect_loopback(p.b->port());
+    REQUIRE(fd >= 0);
+    timeval tv{5, 0}; // read_frame's reads end within 5 s
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    write_all(fd, header);
+    REQUIRE(::send(fd, m.payload.data(), m.payload.size(), MSG_NOSIGNAL)
+            == static_cast<ssize_t>(m.payload.size()));
+    auto reply = read_frame(fd);
+    auto ack = read_frame(fd);
+    ::close(fd);
+    return std::make_pair(reply, ack);
+  };
+  for (int copy = 0; copy < 2; ++copy) {
+    auto [reply, ack] = echo_once();
+    CHECK(reply.type == serialization::frame_type::tensor);
+    CHECK(reply.kind == tensor_kind::echo_reply);
+    CHECK(reply.destination == 4242);
+    CHECK(reply.generation == 7);
+    CHECK(reply.step == 4); // the echo's payload size
+    CHECK((ack.type == serialization::frame_type::acknowledgement && ack.link == 99
+           && ack.sequence == 1));
+  }
+  CHECK(p.b->stats().duplicate_frames == 1);
 }

@@ -86,26 +86,31 @@ TEST_CASE("a node profiles a model with its own slowdown, and links between "
                     Catch::Contains("stream of 17 payloads out of range"));
 }
 
-TEST_CASE("a device answers a probe's echo over CAF, but not a stream's filler") {
+TEST_CASE("a device answers a probe's echo over CAF with its tag, but not a stream's "
+          "filler") {
   // A stream's payloads but the last are echoes for actor 0, which want no
   // reply (probe_timing.hpp); the CAF path keeps to that as the data plane does.
   in_process env{1};
   caf::scoped_actor prober{*env.sys};
-  auto echo = [&](int64_t reply_to, size_t bytes) {
+  auto echo = [&](int64_t reply_to, size_t bytes, int64_t tag = 0) {
     serialization::tensor_message m;
     m.kind = serialization::tensor_kind::echo;
+    m.generation = tag;
     m.step = reply_to;
     m.payload = std::string(bytes, 'e');
     prober->send(env.devices[0], actors::tensor_atom::value, std::move(m));
   };
   echo(0, 111);
-  echo(static_cast<int64_t>(prober->id()), 222);
-  int64_t answered = -1;
+  echo(static_cast<int64_t>(prober->id()), 222, 9);
+  int64_t answered = -1, tag = -1;
   prober->receive(
     [&](actors::tensor_atom, serialization::tensor_message& m) {
-      if (m.kind == serialization::tensor_kind::echo_reply)
+      if (m.kind == serialization::tensor_kind::echo_reply) {
         answered = m.step;
+        tag = m.generation;
+      }
     },
     caf::after(std::chrono::seconds(10)) >> [] {});
   CHECK(answered == 222);
+  CHECK(tag == 9); // the echo's tag comes back (probe_timing.hpp, answers_echo)
 }
