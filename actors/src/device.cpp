@@ -623,11 +623,11 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
           } else {
             ch = make_caf_channel(caf::actor_cast<caf::actor>(peer));
           }
-          // `answer` false: a stream's filler, which the peer takes in
-          // without replying.
           // Each echo that asks for an answer has a tag of its own
           // (answers_echo).
           int64_t tag = 0;
+          // `answer` false: a stream's filler, which the peer takes in
+          // without replying.
           auto send = [&](std::string payload, bool answer) {
             serialization::tensor_message m;
             m.kind = serialization::tensor_kind::echo;

@@ -6,7 +6,6 @@
 #include "job_test_helpers.hpp"
 
 #include "asteroid/actors/protocol.hpp"
-#include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/planner/schedule.hpp"
 #include "asteroid/serialization/tensor_wire.hpp"
 
@@ -118,14 +117,7 @@ struct program {
   /// Error of deploying the 3-layer mlp of job `job` as a one-stage
   /// pipeline restored from the node's own snapshots of `version`.
   std::string deploy_restoring(int64_t job, int64_t version) {
-    actors::replica_spec spec;
-    spec.model = "mlp";
-    spec.model_options = json::object();
-    spec.first_layer = 0;
-    spec.end_layer = 3;
-    spec.batch_size = 8;
-    spec.shares = {8};
-    spec.job = job;
+    auto spec = one_stage_mlp_spec(job);
     spec.stream = planner::find_schedule("1f1b").stream(0, 1, 1);
     auto j = actors::to_json(spec);
     j["restore_version"] = version;

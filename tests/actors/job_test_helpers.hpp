@@ -5,6 +5,7 @@
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
+#include "asteroid/actors/replica_spec.hpp"
 #include "asteroid/planner/given_plan.hpp"
 #include "asteroid/data/make_dataset.hpp"
 #include "asteroid/data/sampler.hpp"
@@ -101,6 +102,20 @@ inline actors::job_spec base_job(const std::string& model, planner::plan p) {
   job.progress = 0;
   job.step_timeout_ms = 30000;
   return job;
+}
+
+/// The spec of the 3-layer mlp of job `job` as one stage on one device with
+/// batch 8 (a caller sets its instruction stream).
+inline actors::replica_spec one_stage_mlp_spec(int64_t job) {
+  actors::replica_spec spec;
+  spec.model = "mlp";
+  spec.model_options = json::object();
+  spec.first_layer = 0;
+  spec.end_layer = 3;
+  spec.batch_size = 8;
+  spec.shares = {8};
+  spec.job = job;
+  return spec;
 }
 
 inline actors::local_cluster::options cluster_options(int nodes, uint16_t port) {

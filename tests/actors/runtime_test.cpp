@@ -582,14 +582,7 @@ TEST_CASE("a node logs malformed and unexpected messages and keeps serving") {
   };
   CHECK_THAT(deploy("{not json", ""), Catch::Contains("deploy on node0"));
   CHECK_THAT(deploy("{}", ""), Catch::Contains("replica spec"));
-  actors::replica_spec spec;
-  spec.model = "mlp";
-  spec.model_options = json::object();
-  spec.first_layer = 0;
-  spec.end_layer = 3;
-  spec.batch_size = 8;
-  spec.shares = {8};
-  spec.job = job_id;
+  auto spec = one_stage_mlp_spec(job_id);
   // A stream that would send to a stage that does not exist, or that never
   // steps, is refused on arrival: a replica runs only checked streams.
   spec.stream = {{planner::op::send_activation, 0, 1}};
