@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs inside the testbed (scripts/testbed.sh ... -- THIS EXE PORT REPEATS BENCH), two devices in
+# Runs inside the testbed (scripts/testbed.sh ... -- THIS EXE PORT REPEATS BENCH [ANCHORS]), two devices in
 # their own network namespaces, links not shaped: streams of 1 MiB and 16 MiB tensors from node 0
 # to node 1 on the data plane (`asteroid probe --stream`), and between the same two namespaces
 # over the same veths and bridge iperf3 and the raw-TCP anchor (BENCH, runtime_bench
@@ -7,9 +7,12 @@
 # else), interleaved, REPEATS rounds (the data plane first in even rounds, last in odd ones).
 # Prints one line per stream: "veth SIZE_MIB DATA_PLANE_MBIT IPERF3_3S_MBIT IPERF3_BURST_MBIT
 # RAW_TCP_MBIT" (the burst: the stream's bytes, -n, on a fresh connection). runtime_bench reads
-# them.
+# them. ANCHORS "no-anchors" measures the data plane's streams only and prints 0 for the anchors
+# (runtime_bench's TLS testbed, whose anchors it does not use; default "anchors").
 set -euo pipefail
-exe=$1 port=$2 repeats=$3 bench=$4
+exe=$1 port=$2 repeats=$3 bench=$4 anchors=${5:-anchors}
+[[ $anchors == anchors || $anchors == no-anchors ]] \
+  || { echo "veth_streams: ANCHORS is 'anchors' or 'no-anchors' (got '$anchors')" >&2; exit 2; }
 [[ ${ASTEROID_TESTBED_MODE:-} == netns ]] \
   || { echo "veth_streams: the testbed runs without namespaces (${ASTEROID_TESTBED_MODE:-?})" >&2
        exit 3; }
@@ -69,7 +72,8 @@ for (( r = 0; r < repeats; ++r )); do
     # against a burst). The order turns round every round: what ran just
     # before a measurement moves it (the raw anchor read higher right after
     # iperf3's 3 s than in turns of its own with the data plane).
-    if (( r % 2 == 1 )); then
+    anchor=0 burst=0 raw=0
+    if [[ $anchors == anchors ]] && (( r % 2 == 1 )); then
       raw=$(raw_mbit $(( mib << 20 )) "$count")
       burst=$(iperf3_mbit -n $(( count * mib ))M)
       anchor=$(iperf3_mbit -t 3)
@@ -80,7 +84,7 @@ for (( r = 0; r < repeats; ++r )); do
       exit 1
     fi
     dp=$(jq '.bandwidth_mbps[0][1]' <<<"$probe")
-    if (( r % 2 == 0 )); then
+    if [[ $anchors == anchors ]] && (( r % 2 == 0 )); then
       anchor=$(iperf3_mbit -t 3)
       burst=$(iperf3_mbit -n $(( count * mib ))M)
       raw=$(raw_mbit $(( mib << 20 )) "$count")
