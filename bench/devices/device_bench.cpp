@@ -5,6 +5,7 @@
 // Needs a CUDA LibTorch and a GPU for the GPU row; without one it says so
 // and exits 2.
 #include "../measuring_job.hpp"
+#include "../median.hpp"
 
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
@@ -32,10 +33,7 @@ struct node_run {
   int64_t peak_bytes = -1;  ///< the node's measured peak (GPU: the allocator's)
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using asteroid::bench::median;
 
 node_run run_on(const std::string& device, int threads, const std::string& model_name,
                 std::shared_ptr<data::dataset> train, int64_t batch, int64_t steps,

@@ -12,6 +12,8 @@
 // killed ("pipeline-single") or a member of the replicated middle stage
 // ("pipeline-replicated").
 // Nodes are local processes on loopback; "slowdown" factors are emulated.
+#include "../median.hpp"
+
 #include "asteroid/actors/job.hpp"
 #include "asteroid/actors/node.hpp"
 #include "asteroid/data/make_dataset.hpp"
@@ -45,12 +47,7 @@ struct outcome {
   std::vector<double> at_s;     ///< when each step ended, seconds since the start
 };
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using asteroid::bench::median;
 
 const json* event(const actors::job_result& r, const std::string& what) {
   for (auto& e : r.fault_events)

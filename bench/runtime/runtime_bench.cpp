@@ -11,6 +11,7 @@
 //    over their veths and bridge, against iperf3 and the raw-TCP anchor
 //    between the same two (this program's --raw-send and --raw-receive).
 #include "../measuring_job.hpp"
+#include "../median.hpp"
 #include "raw_tcp_stream.hpp"
 
 #include "asteroid/actors/job.hpp"
@@ -47,10 +48,7 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using asteroid::bench::median;
 
 double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
