@@ -1118,6 +1118,12 @@ data_plane_core::receipt data_plane_core::receive(const frame_header& h, std::st
   auto sink = sinks.find(h.destination);
   if (sink == sinks.end()) {
     ++stats.dropped_in;
+    // Rare, and the one trace of a probe that gave up before its answer
+    // came (a frame for a replaced replica is routine and not logged).
+    if (h.kind == tensor_kind::echo_reply)
+      spdlog::info("data plane: a probe's answer (tag {}) came for actor {}, which no "
+                   "longer waits for it",
+                   h.generation, h.destination);
     return r;
   }
   // The same message a sender in this process would have sent: receivers
