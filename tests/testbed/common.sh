@@ -27,6 +27,16 @@ tb_teardown() {
   if [[ -n $tb_pid && $(id -u) -eq 0 ]]; then
     bash "$testbed" --cleanup "$tb_pid" >/dev/null 2>&1 || true
   fi
+  # A failure's node logs go with the temp folder; their ends are what tells a slow node
+  # from a lost one afterwards, so they go to stderr (the CI log) first.
+  if (( status != 0 )); then
+    local log
+    for log in "$tmp"/logs/*.log; do
+      [[ -f $log ]] || continue
+      echo "--- the last 40 lines of $(basename "$log") ---" >&2
+      tail -n 40 "$log" >&2
+    done
+  fi
   rm -rf "$tmp"
   return $status
 }
