@@ -32,6 +32,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <unistd.h>
 #include <cstdio>
 #include <stdexcept>
@@ -184,10 +185,19 @@ std::string deploy_failure(const std::string& name, const std::string& why) {
   return "deploy on " + name + ": " + why;
 }
 
+/// What a device hands its builder for one deployment: the spec, and the
+/// encoded state or, for a replica restored from this node's snapshots, the
+/// snapshots that make it up (merged by the builder).
+struct build_input {
+  std::string spec_json;
+  std::string state;
+  snapshot_parts parts;
+};
+
 /// Hands a deployment (`atom`: a replica or an inference stage) to the
 /// device's builder and answers the asker when the builder is done.
-/// `prepare` checks the request and returns the spec JSON and state the
-/// builder gets; what it throws is the answer.
+/// `prepare` checks the request and returns the build_input the builder
+/// gets; what it throws is the answer.
 template <class Atom, class Prepare>
 caf::typed_response_promise<std::string, caf::actor>
 queue_build(device_self self, const char* what, Atom atom, Prepare prepare) {
@@ -199,11 +209,17 @@ queue_build(device_self self, const char* what, Atom atom, Prepare prepare) {
     return rp;
   }
   try {
-    auto [spec_json, state] = prepare();
+    auto input = prepare();
     auto id = ++self->state.deploys;
     self->state.deploying.emplace(id, rp);
-    self->send(self->state.builder, atom, id, std::move(spec_json), std::move(state),
-               self->state.claim.owner());
+    if constexpr (std::is_same_v<Atom, deploy_atom>)
+      if (!input.parts.empty()) {
+        self->send(self->state.builder, atom, id, std::move(input.spec_json),
+                   std::move(input.parts), self->state.claim.owner());
+        return rp;
+      }
+    self->send(self->state.builder, atom, id, std::move(input.spec_json),
+               std::move(input.state), self->state.claim.owner());
   } catch (const std::exception& e) {
     rp.deliver(deploy_failure(self->state.opts.name, e.what()), caf::actor{});
   }
@@ -236,34 +252,52 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
   auto committed = std::make_shared<std::map<caf::actor_addr, committed_bytes>>();
   self->set_down_handler(
     [committed](const caf::down_msg& dm) { committed->erase(dm.source); });
+  using built = caf::result<adopt_atom, int64_t, std::string, caf::actor>;
+  auto build_replica = [=](int64_t id, const std::string& spec_json,
+                           const std::string& state,
+                           const caf::node_id& supervisor_node) -> built {
+    try {
+      auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
+      // The node's own budget and device, whatever the deployment says.
+      spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
+      spec.compute_device = compute_device;
+      spec.memory_committed = 0;
+      for (const auto& [addr, c] : *committed)
+        if (c.generation == spec.generation)
+          spec.memory_committed += c.bytes;
+      replica_footprint footprint;
+      auto r = spawn_replica(self->system(), spec, state,
+                             caf::actor_cast<device_actor>(home), dp, halt_below,
+                             supervisor_node, &footprint);
+      committed->emplace(r.address(), committed_bytes{spec.generation, footprint.total()});
+      self->monitor(r);
+      spdlog::info("{}: deployed {} (layers [{}, {}), share {}), predicted {}", name,
+                   spec.label, spec.first_layer, spec.end_layer,
+                   spec.shares[spec.replica], describe(footprint));
+      // On the wire a replica is a plain actor handle; the supervisor
+      // casts it back to its typed interface.
+      return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(r)};
+    } catch (const std::exception& e) {
+      return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
+    }
+  };
   return {
     [=](deploy_atom, int64_t id, const std::string& spec_json,
-        const std::string& state, const caf::node_id& supervisor_node)
-      -> caf::result<adopt_atom, int64_t, std::string, caf::actor> {
+        const std::string& state, const caf::node_id& supervisor_node) -> built {
+      return build_replica(id, spec_json, state, supervisor_node);
+    },
+    [=](deploy_atom, int64_t id, const std::string& spec_json,
+        const snapshot_parts& parts, const caf::node_id& supervisor_node) -> built {
+      std::string state;
       try {
-        auto spec = replica_spec_from_json(nlohmann::json::parse(spec_json));
-        // The node's own budget and device, whatever the deployment says.
-        spec.memory_budget = memory_budget > 0 ? memory_budget : -1;
-        spec.compute_device = compute_device;
-        spec.memory_committed = 0;
-        for (const auto& [addr, c] : *committed)
-          if (c.generation == spec.generation)
-            spec.memory_committed += c.bytes;
-        replica_footprint footprint;
-        auto r = spawn_replica(self->system(), spec, state,
-                               caf::actor_cast<device_actor>(home), dp, halt_below,
-                               supervisor_node, &footprint);
-        committed->emplace(r.address(), committed_bytes{spec.generation, footprint.total()});
-        self->monitor(r);
-        spdlog::info("{}: deployed {} (layers [{}, {}), share {}), predicted {}", name,
-                     spec.label, spec.first_layer, spec.end_layer,
-                     spec.shares[spec.replica], describe(footprint));
-        // On the wire a replica is a plain actor handle; the supervisor
-        // casts it back to its typed interface.
-        return {adopt_atom::value, id, std::string{}, caf::actor_cast<caf::actor>(r)};
+        state = snapshot_store::merge(parts);
       } catch (const std::exception& e) {
-        return {adopt_atom::value, id, deploy_failure(name, e.what()), caf::actor{}};
+        return {adopt_atom::value, id,
+                deploy_failure(name, std::string{"merging the snapshots to restore from: "}
+                                       + e.what()),
+                caf::actor{}};
       }
+      return build_replica(id, spec_json, state, supervisor_node);
     },
     [=](serve_atom, int64_t id, const std::string& spec_json,
         const std::string& weights, const caf::node_id& server_node)
@@ -748,24 +782,25 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         // An empty state with "restore_version" means: rebuild from the
         // snapshots this node already holds (no transfer).
         auto version = j.value("restore_version", int64_t{-1});
+        snapshot_parts parts;
         if (state.empty() && version >= 0) {
-          state = self->state.store.assemble(spec.first_layer, spec.end_layer,
-                                             version);
+          // The parts, not their merge: the builder merges them (protocol.hpp).
+          parts = self->state.store.parts(spec.first_layer, spec.end_layer, version);
           // Said here: an empty state would otherwise be taken for an
           // upload, and fail to decode with no word of the version.
-          if (state.empty())
+          if (parts.empty())
             throw std::runtime_error(
               no_snapshot(self, range_key(spec.first_layer, spec.end_layer), version)
               + " to restore from");
           // A job without snapshots keeps none: what is here was sent for
           // this build (the supervisor's send_states), and the replica
-          // holds it from now on.
+          // holds it from now on (the parts keep the bytes alive).
           if (spec.snapshot_every == 0)
             self->state.store.erase(range_key(spec.first_layer, spec.end_layer), version);
         }
-        if (state.empty())
+        if (state.empty() && parts.empty())
           take_upload(self, from, j, spec.label, state);
-        return std::make_pair(to_json(spec).dump(), std::move(state));
+        return build_input{to_json(spec).dump(), std::move(state), std::move(parts)};
       });
     },
     [=](serve_atom, const std::string& spec_json, std::string& weights)
@@ -779,7 +814,7 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
         if (weights.empty())
           take_upload(self, from, j, spec.label, weights);
         spec.slowdown = std::max(spec.slowdown, self->state.opts.slowdown);
-        return std::make_pair(to_json(spec).dump(), std::move(weights));
+        return build_input{to_json(spec).dump(), std::move(weights), {}};
       });
     },
     [=](adopt_atom, int64_t id, std::string& err, caf::actor& replica) {

@@ -34,7 +34,7 @@ std::string snapshot_store::put(const std::string& key, int64_t version,
   if (version < 0)
     return "bad snapshot version " + std::to_string(version);
   auto& versions = entries_[key];
-  versions[version] = std::move(state);
+  versions[version] = std::make_shared<const std::string>(std::move(state));
   while (static_cast<int>(versions.size()) > keep_)
     versions.erase(versions.begin());
   return {};
@@ -57,7 +57,7 @@ std::optional<std::string> snapshot_store::get(const std::string& key,
   auto v = k->second.find(version);
   if (v == k->second.end())
     return std::nullopt;
-  return v->second;
+  return *v->second;
 }
 
 nlohmann::json snapshot_store::inventory() const {
@@ -73,12 +73,17 @@ nlohmann::json snapshot_store::inventory() const {
 
 std::string snapshot_store::assemble(int first, int end,
                                      int64_t version) const {
+  return merge(parts(first, end, version));
+}
+
+std::vector<snapshot_bytes> snapshot_store::parts(int first, int end,
+                                                  int64_t version) const {
   // Greedy tiling: from `at`, the held range starting there that reaches
   // furthest without passing `end`.
-  std::vector<const std::string*> parts;
+  std::vector<snapshot_bytes> out;
   int at = first;
   while (at < end) {
-    const std::string* best = nullptr;
+    snapshot_bytes best;
     int best_end = at;
     for (auto& [key, versions] : entries_) {
       int a = 0, b = 0;
@@ -87,19 +92,25 @@ std::string snapshot_store::assemble(int first, int end,
       auto v = versions.find(version);
       if (v == versions.end())
         continue;
-      best = &v->second;
+      best = v->second;
       best_end = b;
     }
     if (!best)
       return {};
-    parts.push_back(best);
+    out.push_back(std::move(best));
     at = best_end;
   }
+  return out;
+}
+
+std::string snapshot_store::merge(const std::vector<snapshot_bytes>& parts) {
+  if (parts.empty())
+    return {};
   if (parts.size() == 1)
     return *parts[0];
   serialization::named_tensors merged;
   std::set<std::string> seen;
-  for (auto* p : parts)
+  for (auto& p : parts)
     for (auto& [name, t] : serialization::decode_tensors(*p))
       if (seen.insert(name).second)
         merged.emplace_back(name, t);
@@ -110,7 +121,7 @@ size_t snapshot_store::bytes() const {
   size_t n = 0;
   for (auto& [key, versions] : entries_)
     for (auto& [v, bytes] : versions)
-      n += bytes.size();
+      n += bytes->size();
   return n;
 }
 

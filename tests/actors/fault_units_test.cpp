@@ -88,14 +88,26 @@ TEST_CASE("heartbeat_monitor: a device added mid-job is watched from then on") {
   CHECK(hb.newly_dead(t + 351ms) == std::vector<int>{2});
 }
 
+namespace {
+
+/// An mlp (seeded by `seed`) and its encoded stage state of layers [a, b).
+struct mlp_states {
+  explicit mlp_states(uint64_t seed) {
+    torch::manual_seed(seed);
+    model = training::build_model("mlp", json::object());
+  }
+  std::string operator()(int a, int b) const {
+    return serialization::encode_tensors(actors::capture_stage_state(model, a, b, nullptr));
+  }
+  models::sequential_model model;
+};
+
+} // namespace
+
 TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
           "bad keys") {
-  torch::manual_seed(1);
-  auto model = training::build_model("mlp", json::object());
-  auto state = [&](int a, int b) {
-    return serialization::encode_tensors(
-      actors::capture_stage_state(model, a, b, nullptr));
-  };
+  mlp_states state{1};
+  auto& model = state.model;
   actors::snapshot_store store{2};
   CHECK(store.put("L0-1", 3, state(0, 1)).empty());
   CHECK(store.put("L1-3", 3, state(1, 3)).empty());
@@ -136,6 +148,34 @@ TEST_CASE("snapshot_store: keeps the newest versions, tiles ranges, rejects "
   CHECK(actors::snapshot_store::parse_key("L12-40", a, b));
   CHECK((a == 12 && b == 40));
   CHECK_FALSE(actors::snapshot_store::parse_key("L1-2x", a, b));
+}
+
+TEST_CASE("snapshot_store: a restore's parts share the held bytes, outlive a drop, and "
+          "merge to what assemble gives") {
+  // A device hands these to its builder, which merges them on its own
+  // thread (device.cpp), while the store takes and drops snapshots.
+  mlp_states state{2};
+  actors::snapshot_store store{2};
+  CHECK(store.put("L0-1", 3, state(0, 1)).empty());
+  CHECK(store.put("L1-3", 3, state(1, 3)).empty());
+  auto parts = store.parts(0, 3, 3);
+  REQUIRE(parts.size() == 2);
+  CHECK(*parts[0] == *store.get("L0-1", 3));
+  CHECK(*parts[1] == *store.get("L1-3", 3));
+  CHECK(parts == store.parts(0, 3, 3)); // the same bytes, not copies
+  const auto merged = store.assemble(0, 3, 3);
+  CHECK(actors::snapshot_store::merge(parts) == merged);
+  store.erase("L0-1", 3);
+  store.clear();
+  CHECK(store.parts(0, 3, 3).empty());
+  CHECK(actors::snapshot_store::merge(parts) == merged); // still held by the parts
+  CHECK(store.parts(0, 3, 4).empty());
+  CHECK(actors::snapshot_store::merge({}).empty());
+  auto one = actors::snapshot_store{};
+  CHECK(one.put("L0-3", 1, merged).empty());
+  REQUIRE(one.parts(0, 3, 1).size() == 1);
+  CHECK(actors::snapshot_store::merge(one.parts(0, 3, 1)) == merged);
+  CHECK(one.parts(0, 2, 1).empty()); // L0-3 does not fit inside [0, 2)
 }
 
 namespace {

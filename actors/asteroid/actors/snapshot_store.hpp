@@ -9,10 +9,17 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace asteroid::actors {
+
+/// An encoded stage state as a node holds it: shared and never changed, so
+/// the thread that builds a replica from it may read it while the store
+/// takes new snapshots and drops old ones.
+using snapshot_bytes = std::shared_ptr<const std::string>;
 
 class snapshot_store {
 public:
@@ -29,6 +36,13 @@ public:
   /// One encoded stage state for layers [first, end) at `version`, merged
   /// from held ranges that tile it exactly; empty when they do not.
   std::string assemble(int first, int end, int64_t version) const;
+  /// The held states that tile [first, end) at `version` exactly, in layer
+  /// order; empty when they do not. Taking them copies no bytes: a device
+  /// hands them to its builder, which merges them (`merge`) off the thread
+  /// that answers heartbeats.
+  std::vector<snapshot_bytes> parts(int first, int end, int64_t version) const;
+  /// One encoded stage state from `parts` (as `parts` gives them).
+  static std::string merge(const std::vector<snapshot_bytes>& parts);
   size_t bytes() const;
   /// Drops `key` at `version`, if held.
   void erase(const std::string& key, int64_t version);
@@ -41,7 +55,7 @@ public:
 
 private:
   int keep_;
-  std::map<std::string, std::map<int64_t, std::string>> entries_;
+  std::map<std::string, std::map<int64_t, snapshot_bytes>> entries_;
 };
 
 } // namespace asteroid::actors
