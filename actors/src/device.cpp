@@ -288,6 +288,9 @@ replica_builder(replica_builder_actor::pointer self, caf::actor home,
     },
     [=](deploy_atom, int64_t id, const std::string& spec_json,
         const snapshot_parts& parts, const caf::node_id& supervisor_node) -> built {
+      // One part is the state itself: built from the shared bytes, uncopied.
+      if (parts.size() == 1)
+        return build_replica(id, spec_json, *parts[0], supervisor_node);
       std::string state;
       try {
         state = snapshot_store::merge(parts);
