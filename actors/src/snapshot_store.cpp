@@ -49,15 +49,14 @@ void snapshot_store::erase(const std::string& key, int64_t version) {
     entries_.erase(k);
 }
 
-std::optional<std::string> snapshot_store::get(const std::string& key,
-                                               int64_t version) const {
+snapshot_bytes snapshot_store::get(const std::string& key, int64_t version) const {
   auto k = entries_.find(key);
   if (k == entries_.end())
-    return std::nullopt;
+    return nullptr;
   auto v = k->second.find(version);
   if (v == k->second.end())
-    return std::nullopt;
-  return *v->second;
+    return nullptr;
+  return v->second;
 }
 
 nlohmann::json snapshot_store::inventory() const {

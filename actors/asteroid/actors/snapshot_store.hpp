@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +29,9 @@ public:
   /// Stores `state` under `key` ("L<first>-<end>") at `version`; returns an
   /// error text (and stores nothing) for a malformed key or version.
   std::string put(const std::string& key, int64_t version, std::string state);
-  std::optional<std::string> get(const std::string& key, int64_t version) const;
+  /// The state held under `key` at `version` (shared, not copied); null
+  /// when none is.
+  snapshot_bytes get(const std::string& key, int64_t version) const;
   /// {"L0-3": [4, 5], ...}: the versions held per key.
   nlohmann::json inventory() const;
   /// One encoded stage state for layers [first, end) at `version`, merged
