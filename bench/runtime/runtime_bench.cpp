@@ -668,6 +668,19 @@ int main(int argc, char** argv) {
                   ratio([](const veth_round& r) { return r.raw_tcp; }, raw),
                   dp > 0 ? tls / dp : 0.0);
     }
+  // Every round of the plain testbed, so that a run's spread over the veth
+  // (twofold on some hosts) can be read, not only its medians.
+  std::printf("\nEvery round over the plain veth, in the order run, Mbit/s:\n\n"
+              "| size | round | data plane | iperf3 3 s | iperf3, the stream's bytes | raw TCP | "
+              "data plane / iperf3 | data plane / raw TCP |\n|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < 2; ++i)
+    for (size_t k = 0; k < plain_veth.rounds[i].size(); ++k) {
+      const auto& r = plain_veth.rounds[i][k];
+      std::printf("| %d MiB | %zu | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f |\n", i == 0 ? 1 : 16,
+                  k + 1, r.data_plane, r.iperf3, r.iperf3_burst, r.raw_tcp,
+                  r.iperf3 > 0 ? r.data_plane / r.iperf3 : 0.0,
+                  r.raw_tcp > 0 ? r.data_plane / r.raw_tcp : 0.0);
+    }
   if (!tls_veth.problem.empty())
     std::printf("\nTLS over the veth not measured: %s\n", tls_veth.problem.c_str());
   return 0;
