@@ -951,17 +951,29 @@ device_fun(device_self self, device_options opts, std::shared_ptr<data_plane> dp
       it->second.deliver(std::move(err), std::move(replica));
       self->state.deploying.erase(it);
     },
-    [=](link_atom, const std::string& host, uint16_t port) -> std::string {
-      auto why = refusal(self, "a link request");
-      if (!why.empty())
-        return why;
-      try {
-        connect(self->system(), host, port, std::chrono::seconds(5));
-        return {};
-      } catch (const std::exception& e) {
-        spdlog::error("{}: {}", self->state.opts.name, e.what());
-        return e.what();
+    [=](link_atom, const std::string& host, uint16_t port)
+      -> caf::typed_response_promise<std::string> {
+      auto why = refusal(self, "a link request"); // before the promise takes the sender
+      auto rp = self->make_response_promise<std::string>();
+      if (!why.empty()) {
+        rp.deliver(why);
+        return rp;
       }
+      // Connecting waits for the peer's handshake, up to 5 s for a peer that
+      // takes the connection and says nothing: not on this actor, which
+      // answers the job's heartbeats (1 s of silence counts the node lost
+      // by default; a job links a node it adds to the live ones mid-run).
+      self->system().spawn<caf::detached>(
+        [rp, host, port, name = self->state.opts.name](caf::blocking_actor* worker) mutable {
+          try {
+            connect(worker->system(), host, port, std::chrono::seconds(5));
+            rp.deliver(std::string{});
+          } catch (const std::exception& e) {
+            spdlog::error("{}: {}", name, e.what());
+            rp.deliver(std::string{e.what()});
+          }
+        });
+      return rp;
     },
     [=](stop_atom) {
       if (!refusal(self, "a stop").empty())

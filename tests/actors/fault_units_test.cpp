@@ -19,7 +19,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <limits>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace asteroid;
 using namespace std::chrono_literals;
@@ -180,6 +186,42 @@ TEST_CASE("snapshot_store: a restore's parts share the held bytes, outlive a dro
   CHECK(one.parts(0, 2, 1).empty()); // L0-3 does not fit inside [0, 2)
 }
 
+namespace {
+
+using note_fn = std::function<void(std::string)>;
+
+/// The answers of `dev` in the order they came to an actor of this process
+/// (the job's, as far as the node can tell) that sends what `first` sends
+/// (it notes its answer) and, right after it, a heartbeat ("heartbeat").
+std::vector<std::string>
+answer_order(caf::actor_system& sys, const actors::device_actor& dev,
+             std::chrono::seconds timeout,
+             std::function<void(caf::event_based_actor*, note_fn)> first) {
+  caf::scoped_actor self{sys};
+  sys.spawn(
+    [=](caf::event_based_actor* r, caf::actor test) {
+      auto order = std::make_shared<std::vector<std::string>>();
+      note_fn noted = [=](std::string what) {
+        order->push_back(std::move(what));
+        if (order->size() == 2) {
+          r->send(test, *order);
+          r->quit();
+        }
+      };
+      first(r, noted);
+      r->request(dev, timeout, actors::heartbeat_atom::value, int64_t{1})
+        .then([=](actors::heartbeat_atom, int64_t) { noted("heartbeat"); },
+              [=](caf::error& e) { noted("heartbeat failed: " + r->system().render(e)); });
+    },
+    caf::actor_cast<caf::actor>(self));
+  std::vector<std::string> order;
+  self->receive([&](std::vector<std::string>& o) { order = o; },
+                caf::after(timeout) >> [] { FAIL("no answers within the timeout"); });
+  return order;
+}
+
+} // namespace
+
 TEST_CASE("a node answers heartbeats while it merges a snapshot it is asked for, and "
           "its reads give the merged state, whole or in pieces") {
   // Merging held ranges decodes and encodes every tensor (about a second
@@ -216,32 +258,15 @@ TEST_CASE("a node answers heartbeats while it merges a snapshot it is asked for,
     .receive([&](actors::inventory_atom, int32_t, std::string& text) { inventory = text; },
              [&](caf::error& e) { FAIL(env.sys->render(e)); });
   REQUIRE(json::parse(inventory) == json{{"L0-1", {version}}, {"L1-2", {version}}});
-  // An actor of this process (the job's, as far as the node can tell) asks
-  // for the merge, then for a heartbeat, and reports the answers in the
-  // order they came.
-  auto recorder = env.sys->spawn([dev, timeout, version](caf::event_based_actor* r,
-                                                         caf::actor test) {
-    auto order = std::make_shared<std::vector<std::string>>();
-    auto noted = [=](std::string what) {
-      order->push_back(std::move(what));
-      if (order->size() == 2) {
-        r->send(test, *order);
-        r->quit();
-      }
-    };
+  auto order = answer_order(*env.sys, dev, timeout, [=](caf::event_based_actor* r,
+                                                        note_fn noted) {
     r->request(dev, timeout, actors::fetch_atom::value, std::string{"L0-2"}, version)
       .then([=](std::string& e, std::string& bytes) {
               noted(e.empty() ? "read of " + std::to_string(bytes.size()) + " bytes"
                               : "read failed: " + e);
             },
             [=](caf::error& e) { noted("read failed: " + r->system().render(e)); });
-    r->request(dev, timeout, actors::heartbeat_atom::value, int64_t{1})
-      .then([=](actors::heartbeat_atom, int64_t) { noted("heartbeat"); },
-            [=](caf::error& e) { noted("heartbeat failed: " + r->system().render(e)); });
-  }, caf::actor_cast<caf::actor>(self));
-  std::vector<std::string> order;
-  self->receive([&](std::vector<std::string>& o) { order = o; },
-                caf::after(timeout) >> [] { FAIL("the recorder reported nothing"); });
+  });
   CHECK(order == std::vector<std::string>{
                    "heartbeat", "read of " + std::to_string(merged.size()) + " bytes"});
   // The same read, whole and in pieces, gives the merge.
@@ -274,6 +299,34 @@ TEST_CASE("a node answers heartbeats while it merges a snapshot it is asked for,
                CHECK_THAT(e, Catch::Contains("holds no snapshot L0-3 of version 1"));
              },
              [&](caf::error& e) { FAIL(env.sys->render(e)); });
+}
+
+TEST_CASE("a node answers heartbeats while it links to a peer that takes the connection "
+          "and says nothing") {
+  // Connecting waits for the peer's CAF handshake (up to 5 s): a device
+  // actor that waited itself answered no heartbeat meanwhile.
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0; // a free port, whichever
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 4) == 0); // the kernel takes connections; nobody speaks
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const auto port = ntohs(addr.sin_port);
+  test::in_process env{1};
+  auto dev = env.devices[0];
+  const auto timeout = 30s;
+  auto order = answer_order(*env.sys, dev, timeout, [=](caf::event_based_actor* r,
+                                                        note_fn noted) {
+    r->request(dev, timeout, actors::link_atom::value, std::string{"127.0.0.1"}, port)
+      .then([=](std::string& e) { noted(e.empty() ? "linked" : "link failed"); },
+            [=](caf::error& e) { noted("no answer to the link: " + r->system().render(e)); });
+  });
+  ::close(listener);
+  CHECK(order == std::vector<std::string>{"heartbeat", "link failed"});
 }
 
 namespace {
