@@ -1,5 +1,6 @@
 // Unit tests of the fault-tolerance pieces that need no processes:
-// heartbeat bookkeeping, the node's snapshot store, stage states.
+// heartbeat bookkeeping, the node's snapshot store, stage states, and a
+// node's device actor in this process answering heartbeats while it works.
 #include "cut_paths.hpp"
 #include "in_process.hpp"
 #include "path_blame.hpp"
