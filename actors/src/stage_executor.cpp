@@ -238,7 +238,8 @@ namespace {
 /// layers 9-18: about 165 MB, 13 s at 100 Mbit/s) held everything behind it
 /// for as long, and on the testbed such a job stalled at step 1 until its
 /// step timeout. Each layer is a snapshot of its own range, which the backup
-/// node's store tiles back together (snapshot_store::assemble).
+/// node's store tiles back together (snapshot_store::parts, merged off the
+/// device actor: snapshot_store::merge).
 bool backup_by_layer(const replica_state& st, const engine& e, size_t bytes) {
   auto ch = st.channels.find({peer_backup, 0});
   return ch != st.channels.end() && std::string(ch->second->transport()) == "caf"

@@ -35,7 +35,10 @@ public:
   /// {"L0-3": [4, 5], ...}: the versions held per key.
   nlohmann::json inventory() const;
   /// One encoded stage state for layers [first, end) at `version`, merged
-  /// from held ranges that tile it exactly; empty when they do not.
+  /// from held ranges that tile it exactly; empty when they do not. The
+  /// same as merge(parts(...)) in one call, on the caller's thread: a
+  /// device never calls it (it merges off the thread that answers
+  /// heartbeats); the tests take it as the expected merge.
   std::string assemble(int first, int end, int64_t version) const;
   /// The held states that tile [first, end) at `version` exactly, in layer
   /// order; empty when they do not. Taking them copies no bytes: a device
