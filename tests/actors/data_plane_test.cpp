@@ -1,6 +1,7 @@
 // The data plane between two planes in one process, on loopback with
 // ports the kernel picks: delivery, order, bad input, unreachable peers,
 // pacing, the probe echo.
+#include "asteroid/actors/credentials.hpp"
 #include "asteroid/actors/data_plane.hpp"
 #include "asteroid/actors/protocol.hpp"
 
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -128,6 +130,45 @@ TEST_CASE("data plane: frames arrive as the runtime's messages, in order") {
   auto s = test::settled_stats(*p.a, [](const auto& c) { return c.frames_out >= 8; });
   CHECK(s.frames_out == 8);
   CHECK(s.dropped_out == 0);
+}
+
+TEST_CASE("data plane: payloads too large to stay cached arrive byte for byte, plain "
+          "and over TLS") {
+  // Payloads of 4 MiB and more are read through a small buffer and copied
+  // on around the cache (actors/src/data_plane/payload_bytes.hpp); smaller
+  // ones between them are read into place; lengths that are no multiple of
+  // the pieces end mid-piece.
+  namespace fs = std::filesystem;
+  auto dir = fs::path(ASTEROID_TEST_TMP) / "large-payload-keys";
+  fs::remove_all(dir);
+  actors::make_cluster_keys(dir.string(), {"a"});
+  const std::vector<size_t> sizes{(size_t{9} << 20) + 7, size_t{4} << 20, 1000,
+                                  (size_t{4} << 20) - 1, (size_t{17} << 20) + 4097};
+  // Payload i is `bytes` from offset i on.
+  std::string bytes((size_t{17} << 20) + 4097 + sizes.size(), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 131 % 251);
+  for (bool tls : {false, true}) {
+    INFO((tls ? "TLS" : "plain TCP"));
+    actors::data_plane::options o;
+    if (tls)
+      o.tls = actors::credentials::from_folder((dir / "a").string());
+    planes p{o};
+    caf::scoped_actor sink{*p.sys};
+    auto me = p.b_sink(sink);
+    for (size_t i = 0; i < sizes.size(); ++i)
+      REQUIRE(p.a->send(p.b_endpoint(), me.id(),
+                        msg(tensor_kind::activation, static_cast<int64_t>(i), 0, 0,
+                            bytes.substr(i, sizes[i]))));
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto m = next_tensor(sink);
+      REQUIRE(m.kind == tensor_kind::activation);
+      REQUIRE(m.step == static_cast<int64_t>(i));
+      REQUIRE(m.payload.size() == sizes[i]);
+      CHECK(m.payload.compare(0, sizes[i], bytes, i, sizes[i]) == 0);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("data plane: frames for an actor that is gone are dropped") {
