@@ -1,7 +1,7 @@
 # gnuplot docs/plots/runtime-streams.gp  (from the repository root)
 set terminal pngcairo size 1000,450 font "Sans,10"
 set output "docs/plots/runtime-streams.png"
-set title "runtime\\_bench streams on loopback, 2026-12-01, d983731, medians of 7 runs (--transfers-only --repeats 5)"
+set title "runtime\\_bench streams on loopback, 2026-12-02, 0a391e6, medians of 6 runs (--transfers-only --repeats 5)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
