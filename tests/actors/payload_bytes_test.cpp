@@ -16,9 +16,10 @@ using asteroid::actors::detail::grow_unwritten;
 TEST_CASE("a copy around the cache is exact at every alignment and length") {
   const std::vector<size_t> lengths{0, 1, 15, 16, 63, 64, 65, 127, 128, 129,
                                     4096 + 5, (size_t{1} << 20) + 3};
+  // Bytes 1-199: never the guards' 0xee.
   std::string from((size_t{1} << 20) + 256, '\0');
   for (size_t i = 0; i < from.size(); ++i)
-    from[i] = static_cast<char>(i * 131 % 251 + 1);
+    from[i] = static_cast<char>(i * 131 % 199 + 1);
   for (auto n : lengths)
     for (size_t to_offset : {0, 1, 7, 16, 33, 63})
       for (size_t from_offset : {0, 5, 64}) {
