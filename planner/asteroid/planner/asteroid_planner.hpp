@@ -25,8 +25,8 @@ struct asteroid_options {
   /// Suffix plans kept per DP state: the fastest one and a Pareto set of
   /// the others (see docs/planner.md). 16 finds the exhaustive optimum on
   /// all 64 paper instances (environments A-D x 2 links x 4 models x batch
-  /// 16 and 32); 4 missed 12 of them by up to 2.1 %, and plans 16 and 32
-  /// devices about 3x faster. At least 2.
+  /// 16 and 32); 4 missed 12 of them by up to 2.1 %, and plans ResNet-50 on
+  /// 16 and 32 devices about 1.8x faster. At least 2.
   int suffixes_per_state = 16;
   /// Largest stage count tried (0 = min(layers, devices)).
   int max_stages = 0;
@@ -40,8 +40,8 @@ struct asteroid_options {
 /// A rough time for `asteroid_planner` to plan `layers` layers on
 /// `devices` devices trying `micro_batch_counts` micro-batch counts, on a
 /// 2-core x86 host. Its search grows as devices^3.5 x layers^2 x micro-batch
-/// counts: fitted to runs of a 4-layer and a 20-layer model on 20 to 100
-/// devices of distinct speeds (docs/planner.md), within 20 % there. An
+/// counts: fitted to runs of a 4-layer and a 20-layer model on 20 to 200
+/// devices of distinct speeds (docs/planner.md), within a third there. An
 /// estimate to refuse hopeless sizes up front, not a promise: a slower host
 /// takes longer, and devices that are alike shorten the search.
 double estimated_search_seconds(int devices, int layers, int micro_batch_counts);
