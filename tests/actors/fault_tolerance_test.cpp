@@ -395,7 +395,15 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
   CHECK(r.plan.stages[0].devices.size() == 2);
   auto* recovered = find_event(r, "recovered");
   REQUIRE(recovered);
-  CHECK((*recovered)["copied_snapshots"] == copies);
+  // Recovery resumes from the newest step whose snapshots the live nodes
+  // hold between them, and the kill may halt a node before its own snapshot
+  // of that step has landed (seen in CI, kill at step 5). Then what it lacks
+  // comes from the other node too: with data planes a second copy, without
+  // them node 0's merged stage is shipped as well. Nothing is shipped with
+  // data planes either way.
+  const int copied = (*recovered)["copied_snapshots"].get<int>();
+  CHECK(copied >= copies);
+  CHECK(copied <= 2 * copies);
   CHECK((*recovered)["states_sent"] == 0);
   CHECK((*recovered)["fetched_snapshots"] == fetched);
   auto starts = records_of(job.metrics_path, "start");
@@ -419,7 +427,8 @@ TEST_CASE("stage states larger than one message piece go to their nodes as "
       shipped[node] += line.find("s0r" + std::to_string(node) + "@") != std::string::npos
                        && line.find("sent in pieces") != std::string::npos;
   }
-  CHECK(shipped[0] == shipped_to[0]);
+  CHECK(shipped[0] >= shipped_to[0]);
+  CHECK(shipped[0] <= shipped_to[1]);
   CHECK(shipped[1] == shipped_to[1]);
   std::filesystem::remove(job.metrics_path);
 }
